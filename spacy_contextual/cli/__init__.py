@@ -1,0 +1,6 @@
+"""``spacy-contextual`` command line (typer). Importing a command module registers its commands."""
+
+from ._app import app
+from . import elmo  # noqa: F401,E402
+
+__all__ = ["app"]

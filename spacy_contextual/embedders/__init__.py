@@ -1,0 +1,1 @@
+"""Encoder APIs: tokenised sentences in, per-layer numpy arrays out."""

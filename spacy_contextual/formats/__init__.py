@@ -1,0 +1,1 @@
+"""Weight and vector file formats: bilm-tf HDF5, CoVe .pth, text vectors, our safetensors dirs."""

@@ -1,0 +1,53 @@
+"""An ELMo biLM saved in our model-directory format (``kind = "elmo-bilm"``).
+
+``model.safetensors`` holds the biLM's state dict and, for models we trained, the language-model
+softmax under ``softmax.*`` (with its ``vocab.txt``), so that training can continue from it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from ..models.bilm import BiLM, BiLMConfig
+from .model_dir import PathLike, load_tensors, load_vocab, read_model_config, save_model_dir
+
+KIND = "elmo-bilm"
+SOFTMAX_PREFIX = "softmax."
+
+
+def save_bilm(
+    bilm: BiLM,
+    path: PathLike,
+    *,
+    softmax: Optional[dict[str, torch.Tensor]] = None,
+    vocab: Optional[list[str]] = None,
+    dtype: Optional[torch.dtype] = None,
+    info: Optional[dict[str, Any]] = None,
+) -> Path:
+    tensors = dict(bilm.state_dict())
+    for name, tensor in (softmax or {}).items():
+        tensors[SOFTMAX_PREFIX + name] = tensor
+    config = {"bilm": bilm.config.to_dict(), "info": info or {}}
+    return save_model_dir(path, KIND, config, tensors, vocab=vocab, dtype=dtype)
+
+
+def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
+    config = read_model_config(path, KIND)
+    bilm = BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful)
+    tensors = load_tensors(path)
+    state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
+    missing, unexpected = bilm.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{path}: weights do not match config.json (missing {missing[:5]}, unexpected {unexpected[:5]})")
+    return bilm
+
+
+def load_softmax(path: PathLike) -> tuple[Optional[dict[str, torch.Tensor]], Optional[list[str]]]:
+    """The saved LM softmax weights and vocabulary, or (None, None) for an encoder-only model."""
+    read_model_config(path, KIND)
+    tensors = load_tensors(path)
+    softmax = {k[len(SOFTMAX_PREFIX):]: v for k, v in tensors.items() if k.startswith(SOFTMAX_PREFIX)}
+    return (softmax or None), load_vocab(path)

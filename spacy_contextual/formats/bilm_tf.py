@@ -1,0 +1,159 @@
+"""Read and write the bilm-tf / AllenNLP ELMo files: ``options.json`` + ``weights.hdf5``.
+
+Layout (specs/elmo_format.md §2): TF layouts (``x @ W``); ``char_embed`` has no padding row; LSTM
+``W_0`` rows are [layer input; previous projected h] and its columns are the gates i, j, f, o; the
++1.0 forget bias is not stored. ``CNN_proj`` exists only if n_filters != P, ``CNN_high_k`` only if
+n_highway > 0, ``W_P_0`` only if P < dim. Softmax weights are not part of the format.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Union
+
+import h5py
+import numpy as np
+import torch
+
+from ..models.bilm import BiLM, BiLMConfig
+
+PathLike = Union[str, Path]
+
+
+class WeightFileError(ValueError):
+    """A weight file that cannot be read, or that does not match its options."""
+
+
+def read_options(options_file: PathLike) -> BiLMConfig:
+    path = Path(options_file)
+    if not path.is_file():
+        raise FileNotFoundError(f"ELMo options file not found: {path}")
+    try:
+        options = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise WeightFileError(f"{path} is not valid JSON ({err}); pass the bilm-tf options.json") from None
+    return BiLMConfig.from_options(options)
+
+
+def _lstm_prefix(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def _open_hdf5(path: Path) -> h5py.File:
+    if not path.is_file():
+        raise FileNotFoundError(f"ELMo weight file not found: {path}")
+    try:
+        return h5py.File(path, "r")
+    except OSError as err:
+        raise WeightFileError(
+            f"{path} is not a readable HDF5 file ({err}); it may be truncated or not a bilm-tf weights.hdf5"
+        ) from None
+
+
+def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path) -> np.ndarray:
+    if name not in weights:
+        raise WeightFileError(
+            f"{path} has no dataset {name!r}, which the options require; check that options.json belongs "
+            "to this weight file"
+        )
+    try:
+        array = np.asarray(weights[name][...], dtype=np.float32)
+    except OSError as err:
+        raise WeightFileError(f"cannot read dataset {name!r} of {path} ({err}); the file may be truncated") from None
+    if array.shape != shape:
+        raise WeightFileError(
+            f"dataset {name!r} of {path} has shape {array.shape} but the options imply {shape}; "
+            "check that options.json belongs to this weight file"
+        )
+    return array
+
+
+def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool = False) -> BiLM:
+    """Build a :class:`BiLM` from bilm-tf files, validating every dataset's presence and shape."""
+    config = read_options(options_file)
+    path = Path(weight_file)
+    bilm = BiLM(config, stateful=stateful)
+    E, P, D, F = config.char_embedding_dim, config.projection_dim, config.lstm_dim, config.n_filters
+    with _open_hdf5(path) as weights, torch.no_grad():
+        encoder = bilm.token_encoder
+        char_embed = _dataset(weights, "char_embed", (config.n_characters - 1, E), path)
+        encoder.char_embedding.weight.zero_()
+        encoder.char_embedding.weight[1:] = torch.from_numpy(char_embed)
+        for i, (conv, (width, num)) in enumerate(zip(encoder.convolutions, config.filters)):
+            kernel = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, E, num), path)
+            conv.weight.copy_(torch.from_numpy(kernel[0].transpose(2, 1, 0)))
+            conv.bias.copy_(torch.from_numpy(_dataset(weights, f"CNN/b_cnn_{i}", (num,), path)))
+        for k, highway in enumerate(encoder.highways):
+            for gate in ("carry", "transform"):
+                linear = getattr(highway, gate)
+                linear.weight.copy_(torch.from_numpy(_dataset(weights, f"CNN_high_{k}/W_{gate}", (F, F), path).T))
+                linear.bias.copy_(torch.from_numpy(_dataset(weights, f"CNN_high_{k}/b_{gate}", (F,), path)))
+        if encoder.projection is not None:
+            encoder.projection.weight.copy_(torch.from_numpy(_dataset(weights, "CNN_proj/W_proj", (F, P), path).T))
+            encoder.projection.bias.copy_(torch.from_numpy(_dataset(weights, "CNN_proj/b_proj", (P,), path)))
+        for direction, layers in enumerate((bilm.forward_layers, bilm.backward_layers)):
+            for index, lstm in enumerate(layers):
+                prefix = _lstm_prefix(direction, index)
+                kernel = _dataset(weights, f"{prefix}/W_0", (P + P, 4 * D), path)
+                lstm.input_linearity.weight.copy_(torch.from_numpy(kernel[:P].T))
+                lstm.state_linearity.weight.copy_(torch.from_numpy(kernel[P:].T))
+                lstm.state_linearity.bias.copy_(torch.from_numpy(_dataset(weights, f"{prefix}/B", (4 * D,), path)))
+                if lstm.state_projection is not None:
+                    lstm.state_projection.weight.copy_(
+                        torch.from_numpy(_dataset(weights, f"{prefix}/W_P_0", (D, P), path).T)
+                    )
+        _check_no_unused_datasets(weights, set(bilm_tf_datasets(bilm)), path)
+    return bilm
+
+
+def _check_no_unused_datasets(weights: h5py.File, expected: set[str], path: Path) -> None:
+    present: list[str] = []
+    weights.visititems(lambda name, obj: present.append(name) if isinstance(obj, h5py.Dataset) else None)
+    unused = sorted(set(present) - expected)
+    if unused:
+        raise WeightFileError(
+            f"{path} has datasets the options do not use: {unused[:5]}; options.json does not match this "
+            "weight file (compare filters, n_highway, n_layers, projection_dim with the file)"
+        )
+
+
+def bilm_tf_datasets(bilm: BiLM) -> dict[str, np.ndarray]:
+    """The biLM's weights as bilm-tf dataset name -> float32 array (TF layouts)."""
+    out: dict[str, np.ndarray] = {}
+
+    def arr(t: torch.Tensor) -> np.ndarray:
+        return t.detach().to("cpu", torch.float32).numpy()
+
+    encoder = bilm.token_encoder
+    out["char_embed"] = arr(encoder.char_embedding.weight[1:])
+    for i, conv in enumerate(encoder.convolutions):
+        out[f"CNN/W_cnn_{i}"] = arr(conv.weight).transpose(2, 1, 0)[None]
+        out[f"CNN/b_cnn_{i}"] = arr(conv.bias)
+    for k, highway in enumerate(encoder.highways):
+        for gate in ("carry", "transform"):
+            out[f"CNN_high_{k}/W_{gate}"] = arr(getattr(highway, gate).weight).T
+            out[f"CNN_high_{k}/b_{gate}"] = arr(getattr(highway, gate).bias)
+    if encoder.projection is not None:
+        out["CNN_proj/W_proj"] = arr(encoder.projection.weight).T
+        out["CNN_proj/b_proj"] = arr(encoder.projection.bias)
+    for direction, layers in enumerate((bilm.forward_layers, bilm.backward_layers)):
+        for index, lstm in enumerate(layers):
+            prefix = _lstm_prefix(direction, index)
+            out[f"{prefix}/W_0"] = np.concatenate([arr(lstm.input_linearity.weight).T, arr(lstm.state_linearity.weight).T])
+            out[f"{prefix}/B"] = arr(lstm.state_linearity.bias)
+            if lstm.state_projection is not None:
+                out[f"{prefix}/W_P_0"] = arr(lstm.state_projection.weight).T
+    return {name: np.ascontiguousarray(value) for name, value in out.items()}
+
+
+def export_bilm_tf(bilm: BiLM, output_dir: PathLike) -> tuple[Path, Path]:
+    """Write ``options.json`` and ``weights.hdf5`` that bilm-tf, AllenNLP and :func:`load_bilm_tf` read."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    options_path, weights_path = out / "options.json", out / "weights.hdf5"
+    options_path.write_text(json.dumps(bilm.config.to_options(), indent=2) + "\n", encoding="utf-8")
+    with h5py.File(weights_path, "w") as weights:
+        for name, value in bilm_tf_datasets(bilm).items():
+            weights.create_dataset(name, data=value)
+    return options_path, weights_path

@@ -1,0 +1,286 @@
+"""The ELMo bidirectional language model (Peters et al. 2018), bilm-tf/AllenNLP compatible.
+
+For a sentence t_1..t_N with boundaries <S> t_1..t_N </S>:
+
+    x_k           = CharCNN(t_k)                                   layer 0 (context independent)
+    fwd_{k,1..L}  = L stacked forward  ProjectedLSTMs over x_1..x_N (left to right)
+    bwd_{k,1..L}  = L stacked backward ProjectedLSTMs over x_N..x_1 (right to left)
+    residual      : for layers j >= 1 (0-based), out_j = lstm_j(out_{j-1}) + out_{j-1}
+
+The returned activations are ``h_{k,0} = [x_k; x_k]`` and ``h_{k,j} = [fwd_{k,j}; bwd_{k,j}]``
+(2P wide), all with the boundary positions kept. The two directions never mix between layers.
+
+Stateless (default): every call starts from zero state. ``stateful=True`` carries (h, c) of every
+layer and direction from call to call per batch row, exactly as bilm-tf and AllenNLP do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple, Optional
+
+import torch
+from torch import nn
+
+from .char_cnn import CharCNN
+from .chars import (
+    BOS_IDS,
+    EOS_IDS,
+    MAX_CHARACTERS_PER_TOKEN,
+    N_CHARACTERS,
+    add_sentence_boundaries,
+    batch_to_ids,
+)
+from .lstm import ProjectedLSTM
+
+
+@dataclass
+class BiLMConfig:
+    """The architecture; mirrors bilm-tf's ``options.json`` (see ``from_options``)."""
+
+    char_embedding_dim: int = 16
+    filters: list = field(default_factory=lambda: [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]])
+    n_highway: int = 1
+    activation: str = "relu"
+    n_characters: int = N_CHARACTERS
+    lstm_dim: int = 1024
+    projection_dim: int = 128
+    n_layers: int = 2
+    cell_clip: Optional[float] = 3.0
+    proj_clip: Optional[float] = 3.0
+    use_skip_connections: bool = True
+
+    @property
+    def n_filters(self) -> int:
+        return sum(num for _, num in self.filters)
+
+    @property
+    def output_dim(self) -> int:
+        return 2 * self.projection_dim
+
+    @property
+    def num_layers(self) -> int:
+        """Number of returned activation layers (token layer + LSTM layers)."""
+        return self.n_layers + 1
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "BiLMConfig":
+        """Read a bilm-tf ``options.json`` dict; raises ``ValueError`` naming a missing key."""
+        try:
+            cnn, lstm = options["char_cnn"], options["lstm"]
+            config = cls(
+                char_embedding_dim=int(cnn["embedding"]["dim"]),
+                filters=[[int(w), int(n)] for w, n in cnn["filters"]],
+                n_highway=int(cnn.get("n_highway") or 0),
+                activation=cnn.get("activation", "relu"),
+                n_characters=N_CHARACTERS,
+                lstm_dim=int(lstm["dim"]),
+                projection_dim=int(lstm.get("projection_dim") or lstm["dim"]),
+                n_layers=int(lstm["n_layers"]),
+                cell_clip=lstm.get("cell_clip") or None,
+                proj_clip=lstm.get("proj_clip") or None,
+                use_skip_connections=bool(lstm.get("use_skip_connections", False)),
+            )
+        except KeyError as err:
+            raise ValueError(f"options.json is missing the key {err.args[0]!r} (see specs/elmo_format.md §1)") from None
+        max_chars = cnn.get("max_characters_per_token", MAX_CHARACTERS_PER_TOKEN)
+        if max_chars != MAX_CHARACTERS_PER_TOKEN:
+            raise ValueError(f"char_cnn.max_characters_per_token must be 50 (the ELMo char ids), got {max_chars}")
+        return config
+
+    def to_options(self) -> dict[str, Any]:
+        """bilm-tf ``options.json`` for this architecture."""
+        return {
+            "bidirectional": True,
+            "char_cnn": {
+                "activation": self.activation,
+                "embedding": {"dim": self.char_embedding_dim},
+                "filters": [list(f) for f in self.filters],
+                "max_characters_per_token": MAX_CHARACTERS_PER_TOKEN,
+                "n_characters": N_CHARACTERS,
+                "n_highway": self.n_highway,
+            },
+            "lstm": {
+                "cell_clip": self.cell_clip or 0,
+                "dim": self.lstm_dim,
+                "n_layers": self.n_layers,
+                "proj_clip": self.proj_clip or 0,
+                "projection_dim": self.projection_dim,
+                "use_skip_connections": self.use_skip_connections,
+            },
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BiLMConfig":
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown biLM config keys {sorted(unknown)}")
+        return cls(**data)
+
+
+class BiLMOutput(NamedTuple):
+    activations: list[torch.Tensor]  # num_layers x (B, T+2, 2P), boundaries kept, zero at padding
+    mask: torch.Tensor  # (B, T+2) bool, True at <S>, tokens and </S>
+
+
+class BiLM(nn.Module):
+    def __init__(self, config: BiLMConfig, stateful: bool = False, dropout: float = 0.0):
+        super().__init__()
+        self.config = config
+        self.stateful = stateful
+        self.dropout = nn.Dropout(dropout)
+        P = config.projection_dim
+        self.token_encoder = CharCNN(
+            config.char_embedding_dim, config.filters, config.n_highway, P, config.activation, config.n_characters
+        )
+
+        def layer() -> ProjectedLSTM:
+            return ProjectedLSTM(P, config.lstm_dim, P, config.cell_clip, config.proj_clip)
+
+        self.forward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
+        self.backward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
+        self._states: Optional[tuple[torch.Tensor, torch.Tensor]] = None  # h (L, rows, 2P), c (L, rows, 2D)
+        self._vocabulary_cache: Optional[torch.Tensor] = None
+
+    @property
+    def num_layers(self) -> int:
+        return self.config.num_layers
+
+    @property
+    def output_dim(self) -> int:
+        return self.config.output_dim
+
+    # -- token representation -------------------------------------------------------------------
+
+    def embed_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """Char-CNN vectors of ``(..., 50)`` ids, computed once per distinct token; zero at padding."""
+        flat = char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)
+        valid = (flat > 0).any(-1)
+        out = flat.new_zeros(flat.shape[0], self.config.projection_dim, dtype=self._dtype())
+        if valid.any():
+            types, inverse = torch.unique(flat[valid], dim=0, return_inverse=True)
+            out = out.index_put((valid.nonzero().squeeze(1),), self.token_encoder(types)[inverse])
+        return out.reshape(*char_ids.shape[:-1], self.config.projection_dim)
+
+    def create_vocabulary_cache(self, vocabulary: list[str], chunk_size: int = 1024) -> None:
+        """Precompute the token vectors of ``vocabulary`` (AllenNLP's ``vocab_to_cache``).
+
+        ``vocabulary[0]`` is the padding entry: its row is zero. ``forward(..., word_ids=...)`` then
+        looks token vectors up instead of running the char CNN.
+        """
+        ids = batch_to_ids([[word] for word in vocabulary])[:, 0].to(self._device())
+        with torch.no_grad():
+            table = torch.cat([self.token_encoder(chunk) for chunk in ids.split(chunk_size)])
+        table[0] = 0
+        self._vocabulary_cache = table
+
+    def _dtype(self) -> torch.dtype:
+        return self.token_encoder.char_embedding.weight.dtype
+
+    def _device(self) -> torch.device:
+        return self.token_encoder.char_embedding.weight.device
+
+    def _boundary_vectors(self) -> torch.Tensor:
+        ids = torch.tensor([BOS_IDS, EOS_IDS], device=self._device())
+        return self.token_encoder(ids)
+
+    # -- forward --------------------------------------------------------------------------------
+
+    def forward(self, char_ids: torch.Tensor, word_ids: Optional[torch.Tensor] = None) -> BiLMOutput:
+        """``char_ids`` (B, T, 50) without boundaries (``batch_to_ids``). With ``word_ids`` (B, T)
+        and a vocabulary cache, token vectors are looked up instead of computed."""
+        if word_ids is not None and self._vocabulary_cache is not None:
+            tokens, mask = self._cached_tokens_with_boundaries(word_ids)
+        else:
+            ids, mask = add_sentence_boundaries(char_ids)
+            tokens = self.embed_tokens(ids)
+        return self.encode(tokens, mask)
+
+    def _cached_tokens_with_boundaries(self, word_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        batch, steps = word_ids.shape
+        lengths = (word_ids > 0).sum(-1)
+        bos, eos = self._boundary_vectors()
+        tokens = self._vocabulary_cache.new_zeros(batch, steps + 2, self.config.projection_dim)
+        tokens[:, 1 : steps + 1] = self._vocabulary_cache[word_ids]
+        tokens[:, 0] = bos
+        tokens[torch.arange(batch), lengths + 1] = eos
+        mask = torch.arange(steps + 2, device=word_ids.device)[None, :] < (lengths + 2)[:, None]
+        return tokens, mask
+
+    def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> BiLMOutput:
+        """Run the LSTM stacks over token vectors ``(B, T+2, P)`` (boundaries included)."""
+        mask_f = mask.unsqueeze(-1).to(tokens.dtype)
+        tokens = tokens * mask_f
+        lengths = mask.sum(-1)
+        activations = [torch.cat([tokens, tokens], dim=-1)]
+        initial = self._initial_states(tokens.shape[0], tokens)
+        finals_h, finals_c = [], []
+        fwd_in = bwd_in = tokens
+        for index, (fwd_layer, bwd_layer) in enumerate(zip(self.forward_layers, self.backward_layers)):
+            fwd_state = bwd_state = None
+            if initial is not None:
+                fwd_state, bwd_state = self._split_state(initial, index)
+            fwd_out, (fwd_h, fwd_c) = fwd_layer(self.dropout(fwd_in), lengths, fwd_state)
+            bwd_rev, (bwd_h, bwd_c) = bwd_layer(self.dropout(reverse_padded(bwd_in, lengths)), lengths, bwd_state)
+            bwd_out = reverse_padded(bwd_rev, lengths)
+            if index > 0 and self.config.use_skip_connections:
+                fwd_out = fwd_out + fwd_in
+                bwd_out = bwd_out + bwd_in
+            activations.append(torch.cat([fwd_out, bwd_out], dim=-1))
+            finals_h.append(torch.cat([fwd_h, bwd_h], -1))
+            finals_c.append(torch.cat([fwd_c, bwd_c], -1))
+            fwd_in, bwd_in = fwd_out, bwd_out
+        if self.stateful:
+            self._update_states(torch.stack(finals_h), torch.stack(finals_c))
+        return BiLMOutput(activations, mask)
+
+    # -- statefulness (AllenNLP ``_EncoderBase`` row semantics) ---------------------------------
+
+    def reset_states(self) -> None:
+        self._states = None
+
+    @property
+    def states(self) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
+        """Carried (h (L, rows, 2P), c (L, rows, 2D)), last axis [forward | backward]; None if reset."""
+        return self._states
+
+    def _initial_states(self, batch: int, like: torch.Tensor) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
+        if not self.stateful or self._states is None:
+            return None
+        h, c = self._states
+        if h.shape[1] < batch:
+            grow = batch - h.shape[1]
+            h = torch.cat([h, h.new_zeros(h.shape[0], grow, h.shape[2])], 1)
+            c = torch.cat([c, c.new_zeros(c.shape[0], grow, c.shape[2])], 1)
+            self._states = (h, c)
+        return h[:, :batch].to(like.dtype), c[:, :batch].to(like.dtype)
+
+    def _split_state(self, states: tuple[torch.Tensor, torch.Tensor], layer: int):
+        h, c = states[0][layer], states[1][layer]
+        P, D = self.config.projection_dim, self.config.lstm_dim
+        return (h[:, :P], c[:, :D]), (h[:, P:], c[:, D:])
+
+    def _update_states(self, new_h: torch.Tensor, new_c: torch.Tensor) -> None:
+        new_h, new_c = new_h.detach(), new_c.detach()
+        if self._states is None:
+            self._states = (new_h, new_c)
+            return
+        h, c = self._states[0].clone(), self._states[1].clone()
+        rows = new_h.shape[1]
+        # AllenNLP keeps the old state of a row whose new state is all zero (a row that never ran).
+        used = (new_h[0].sum(-1) != 0).view(1, rows, 1)
+        h[:, :rows] = torch.where(used, new_h, h[:, :rows])
+        c[:, :rows] = torch.where(used, new_c, c[:, :rows])
+        self._states = (h, c)
+
+
+def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse each row of ``(B, T, ...)`` within its own length; padding stays in place."""
+    steps = tensor.shape[1]
+    positions = torch.arange(steps, device=tensor.device)[None, :]
+    index = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
+    index = index.view(*index.shape, *([1] * (tensor.dim() - 2))).expand_as(tensor)
+    return tensor.gather(1, index)

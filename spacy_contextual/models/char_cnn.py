@@ -1,0 +1,70 @@
+"""ELMo's context-independent token representation x_k: char CNN -> highway -> projection.
+
+For a token with character embeddings e (50, E):
+
+    f_i   = act(max_t (conv1d_i(e) + b_i))              one feature per filter, widths w_i
+    y     = [f_1; ...; f_F]                             (n_filters,)
+    y     = carry * relu(y W_T + b_T) + (1 - carry) * y, carry = sigmoid(y W_C + b_C)   (highway, n times)
+    x_k   = y W_P + b_P                                 (projection to P, only if n_filters != P)
+
+This is bilm-tf's convention: the highway "carry" gate multiplies the transform, and the highway
+always uses ReLU whatever ``activation`` the convolutions use.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from .chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS
+
+
+class Highway(nn.Module):
+    """One highway layer, bilm-tf form: ``carry * relu(W_T y) + (1 - carry) * y``."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.carry = nn.Linear(dim, dim)
+        self.transform = nn.Linear(dim, dim)
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        carry = torch.sigmoid(self.carry(y))
+        return carry * torch.relu(self.transform(y)) + (1.0 - carry) * y
+
+
+class CharCNN(nn.Module):
+    """Maps character ids ``(..., 50)`` to token vectors ``(..., output_dim)``."""
+
+    def __init__(
+        self,
+        char_embedding_dim: int,
+        filters: Sequence[Sequence[int]],
+        n_highway: int,
+        output_dim: int,
+        activation: str = "relu",
+        n_characters: int = N_CHARACTERS,
+    ):
+        super().__init__()
+        if activation not in ("relu", "tanh"):
+            raise ValueError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
+        self.activation = torch.relu if activation == "relu" else torch.tanh
+        # Row 0 is the padding token: zero and never trained.
+        self.char_embedding = nn.Embedding(n_characters, char_embedding_dim, padding_idx=0)
+        self.convolutions = nn.ModuleList(nn.Conv1d(char_embedding_dim, num, width) for width, num in filters)
+        n_filters = sum(num for _, num in filters)
+        self.highways = nn.ModuleList(Highway(n_filters) for _ in range(n_highway))
+        self.projection = nn.Linear(n_filters, output_dim) if n_filters != output_dim else None
+        self.output_dim = output_dim
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        leading = char_ids.shape[:-1]
+        chars = self.char_embedding(char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)).transpose(1, 2)
+        features = [self.activation(conv(chars).max(dim=-1).values) for conv in self.convolutions]
+        y = torch.cat(features, dim=-1)
+        for highway in self.highways:
+            y = highway(y)
+        if self.projection is not None:
+            y = self.projection(y)
+        return y.reshape(*leading, self.output_dim)
