@@ -2,5 +2,6 @@
 
 from ._app import app
 from . import elmo  # noqa: F401,E402
+from . import cove  # noqa: F401,E402
 
 __all__ = ["app"]

@@ -62,6 +62,7 @@ def elmo_command(
     with h5py.File(output_file, "w") as out:
         sentences = _read_sentences(input_file)
         progress = tqdm(embedder.iter_embed(sentences, batch_size=batch_size), total=total, unit="sent", desc="elmo")
+        written = 0
         for index, layers in enumerate(progress):
             if all_layers:
                 data = layers
@@ -70,10 +71,11 @@ def elmo_command(
             else:
                 data = layers.mean(axis=0)
             out.create_dataset(str(index), data=np.ascontiguousarray(data, dtype=np.float32))
+            written += 1
         with input_file.open(encoding="utf-8") as lines:
             for index, line in enumerate(lines):
                 sentence_to_index[" ".join(line.split())] = str(index)
         string_type = h5py.special_dtype(vlen=str)
         dataset = out.create_dataset("sentence_to_index", (1,), dtype=string_type)
         dataset[0] = json.dumps(sentence_to_index)
-    typer.echo(f"wrote {total} sentences to {output_file}")
+    typer.echo(f"wrote {written} sentences to {output_file}")

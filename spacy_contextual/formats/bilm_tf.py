@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..models.bilm import BiLM, BiLMConfig
+from ..models.chars import N_CHARACTERS
 
 PathLike = Union[str, Path]
 
@@ -73,11 +74,16 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool =
     """Build a :class:`BiLM` from bilm-tf files, validating every dataset's presence and shape."""
     config = read_options(options_file)
     path = Path(weight_file)
-    bilm = BiLM(config, stateful=stateful)
     E, P, D, F = config.char_embedding_dim, config.projection_dim, config.lstm_dim, config.n_filters
     with _open_hdf5(path) as weights, torch.no_grad():
+        # Like AllenNLP, the table size comes from the file (261 rows + our zero padding row).
+        rows = weights["char_embed"].shape[0] if "char_embed" in weights else N_CHARACTERS - 1
+        if rows < N_CHARACTERS - 1:
+            raise WeightFileError(f"char_embed of {path} has {rows} rows; ELMo character ids need at least 261")
+        config.n_characters = rows + 1
+        bilm = BiLM(config, stateful=stateful)
         encoder = bilm.token_encoder
-        char_embed = _dataset(weights, "char_embed", (config.n_characters - 1, E), path)
+        char_embed = _dataset(weights, "char_embed", (rows, E), path)
         encoder.char_embedding.weight.zero_()
         encoder.char_embedding.weight[1:] = torch.from_numpy(char_embed)
         for i, (conv, (width, num)) in enumerate(zip(encoder.convolutions, config.filters)):

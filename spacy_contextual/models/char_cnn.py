@@ -18,7 +18,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from .chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS
+from .chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS, PADDING_CHAR
 
 
 class Highway(nn.Module):
@@ -57,12 +57,32 @@ class CharCNN(nn.Module):
         self.highways = nn.ModuleList(Highway(n_filters) for _ in range(n_highway))
         self.projection = nn.Linear(n_filters, output_dim) if n_filters != output_dim else None
         self.output_dim = output_dim
+        self.n_filters = n_filters
+        self.widest_filter = max(width for width, _ in filters)
+
+    def _spans(self, ids: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
+        """Group tokens by how many of the 50 character positions the convolutions must see.
+
+        Every convolution window that lies wholly in the padding after a token gives the same value,
+        so a token of n characters (with its begin/end-of-word marks) needs only its first
+        n + widest_filter positions: the max over them equals the max over all 50. Exact, and about
+        3x less convolution work on ordinary words.
+        """
+        n_chars = ((ids != PADDING_CHAR + 1) & (ids != 0)).sum(-1)
+        span = (n_chars + self.widest_filter).clamp(max=MAX_CHARACTERS_PER_TOKEN)
+        span = ((span + 7) // 8 * 8).clamp(max=MAX_CHARACTERS_PER_TOKEN)  # a few buckets, not one per length
+        return [((span == value).nonzero().squeeze(1), int(value)) for value in span.unique().tolist()]
+
+    def _max_pooled_features(self, ids: torch.Tensor) -> torch.Tensor:
+        chars = self.char_embedding(ids).transpose(1, 2)
+        return torch.cat([self.activation(conv(chars).max(dim=-1).values) for conv in self.convolutions], dim=-1)
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         leading = char_ids.shape[:-1]
-        chars = self.char_embedding(char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)).transpose(1, 2)
-        features = [self.activation(conv(chars).max(dim=-1).values) for conv in self.convolutions]
-        y = torch.cat(features, dim=-1)
+        ids = char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)
+        y = ids.new_empty(ids.shape[0], self.n_filters, dtype=self.char_embedding.weight.dtype)
+        for rows, span in self._spans(ids):
+            y[rows] = self._max_pooled_features(ids[rows, :span])
         for highway in self.highways:
             y = highway(y)
         if self.projection is not None:

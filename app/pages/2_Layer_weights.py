@@ -1,0 +1,5 @@
+from spacy_contextual.dashboard import layer_weights
+from spacy_contextual.dashboard.common import configure_page
+
+configure_page("Layer weights")
+layer_weights.render()

@@ -1,0 +1,140 @@
+"""Corpora for the sense explorer and the occurrences of one word in them.
+
+A corpus is a list of records ``{"tokens": [...], "target": int | None, "sense": str | None}``: the
+bundled demo sentences, pasted or uploaded text (tokenised and split into sentences by spaCy's
+English tokenizer and sentencizer), or a sense-labelled JSONL (one ``{"tokens", "target", "sense",
+"word"}`` object a line, gzip or plain, as in the Senseval data). An occurrence is one (record,
+token position) whose token is the word; for labelled records the labelled target counts, so
+"hard" also finds the labelled "harder".
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+import pandas as pd
+
+from .demo_corpus import DEMO_SENTENCES
+
+MAX_TEXT_CHARS = 200_000
+MAX_RECORDS = 50_000
+MIN_OCCURRENCES = 3
+OCCURRENCE_COLUMNS = ["record", "position", "token", "sense", "sentence"]
+
+
+class InputError(ValueError):
+    """Bad user input; the message says what is wrong and what to do, and is shown as is."""
+
+
+@lru_cache(maxsize=1)
+def english_tokenizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def demo_corpus() -> list[dict]:
+    """The bundled sentences, tokenised, each with its labelled word and sense."""
+    nlp = english_tokenizer()
+    records = []
+    for word, sense, text in DEMO_SENTENCES:
+        tokens = [t.text for t in nlp.make_doc(text)]
+        target = next(i for i, token in enumerate(tokens) if token.lower() == word)
+        records.append({"tokens": tokens, "target": target, "sense": sense, "word": word})
+    return records
+
+
+def text_corpus(text: str, max_chars: int = MAX_TEXT_CHARS) -> list[dict]:
+    """Plain text → one unlabelled record per sentence."""
+    if not text or not text.strip():
+        raise InputError("The text is empty: paste or upload some English text that uses the word.")
+    if len(text) > max_chars:
+        raise InputError(
+            f"The text has {len(text):,} characters; the limit is {max_chars:,}. "
+            "Cut it down, or use a sense-labelled JSONL file for larger corpora."
+        )
+    doc = english_tokenizer()(text)
+    records = []
+    for sentence in doc.sents:
+        tokens = [t.text for t in sentence if not t.is_space]
+        if tokens:
+            records.append({"tokens": tokens, "target": None, "sense": None})
+    return records
+
+
+def read_sense_jsonl(source: Union[str, Path, bytes], max_records: int = MAX_RECORDS) -> list[dict]:
+    """A sense-labelled JSONL (plain or gzip) from a path or the bytes of an uploaded file."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise InputError(f"{path} is not a file: give the path of a sense-labelled .jsonl or .jsonl.gz file.")
+        data = path.read_bytes()
+    else:
+        data = source
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    records = []
+    for line_number, line in enumerate(io.StringIO(data.decode("utf-8", errors="replace")), start=1):
+        if not line.strip():
+            continue
+        if len(records) >= max_records:
+            raise InputError(f"The file has more than {max_records:,} records: split it or keep one word per file.")
+        try:
+            item = json.loads(line)
+            tokens = [str(t) for t in item["tokens"]]
+            target = item.get("target")
+            if target is not None and not 0 <= int(target) < len(tokens):
+                raise ValueError(f"target {target} is outside the {len(tokens)} tokens")
+        except (ValueError, KeyError, TypeError) as error:
+            raise InputError(
+                f"Line {line_number} is not a sense-labelled record ({error}); each line must be a JSON object "
+                'like {"tokens": [...], "target": 3, "sense": "...", "word": "..."}.'
+            ) from None
+        records.append(
+            {"tokens": tokens, "target": None if target is None else int(target), "sense": item.get("sense"), "word": item.get("word")}
+        )
+    if not records:
+        raise InputError("The file holds no records: expected one JSON object per line.")
+    return records
+
+
+def corpus_words(records: Iterable[dict]) -> list[str]:
+    """The labelled words of a corpus, most frequent first."""
+    counts = pd.Series([r.get("word") or r["tokens"][r["target"]] for r in records if r.get("target") is not None])
+    return [str(w).lower() for w in counts.str.lower().value_counts().index]
+
+
+def find_occurrences(records: list[dict], word: str, max_occurrences: Optional[int] = None) -> pd.DataFrame:
+    """Every occurrence of ``word`` (case-insensitive), in corpus order, with its sentence."""
+    word = (word or "").strip().lower()
+    if not word:
+        raise InputError("Enter a word to explore.")
+    if " " in word:
+        raise InputError(f"'{word}' has a space in it: the explorer looks at one token at a time.")
+    rows = []
+    for index, record in enumerate(records):
+        tokens, target = record["tokens"], record.get("target")
+        labelled_word = (record.get("word") or "").lower()
+        if target is not None and word in (labelled_word, tokens[target].lower()):
+            positions = [target]
+        else:
+            positions = [i for i, token in enumerate(tokens) if token.lower() == word]
+        sense = record.get("sense") if target is not None else None
+        for position in positions:
+            rows.append((index, position, tokens[position], sense if position == target else None, " ".join(tokens)))
+    if not rows:
+        raise InputError(f"'{word}' does not occur in this corpus: check the spelling or choose another word.")
+    if len(rows) < MIN_OCCURRENCES:
+        raise InputError(
+            f"'{word}' occurs only {len(rows)} time{'s' if len(rows) > 1 else ''}: the explorer needs at least "
+            f"{MIN_OCCURRENCES} occurrences to compare contexts. Add more text that uses it."
+        )
+    frame = pd.DataFrame(rows, columns=OCCURRENCE_COLUMNS)
+    return frame.iloc[:max_occurrences].reset_index(drop=True) if max_occurrences else frame

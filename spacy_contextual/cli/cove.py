@@ -1,0 +1,113 @@
+"""CoVe commands: train-glove, train-cove, translate, bleu, export-cove."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._app import app
+
+
+@app.command("train-glove")
+def train_glove_command(
+    corpus: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Text files (.gz ok), one sentence per line"),
+    output: Path = typer.Option(..., "--output", "-o", help="GloVe text file to write (.gz ok)"),
+    dim: int = typer.Option(300, "--dim", min=1),
+    window: int = typer.Option(10, "--window", min=1),
+    min_count: int = typer.Option(5, "--min-count", min=1),
+    epochs: int = typer.Option(15, "--epochs", min=1),
+    learning_rate: float = typer.Option(0.05, "--lr"),
+    seed: int = typer.Option(0, "--seed"),
+    neighbours: Optional[str] = typer.Option(None, "--neighbours", help="Comma-separated words whose nearest neighbours are reported"),
+) -> None:
+    """Train GloVe vectors on a corpus (lowercased regex tokens, 1/d weighted window, AdaGrad)."""
+    import torch
+
+    from ..training.glove import nearest_neighbours, train_glove_files
+
+    torch.set_num_threads(1)
+    result = train_glove_files([str(p) for p in corpus], str(output), dim, window, min_count, epochs, learning_rate, seed=seed)
+    report = {"vocab": len(result.vocab), "losses": [round(x, 5) for x in result.losses]}
+    if neighbours:
+        report["neighbours"] = nearest_neighbours(result.vectors, result.vocab, neighbours.split(","), 8)
+    typer.echo(json.dumps(report, indent=1))
+
+
+@app.command("train-cove", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def train_cove_command(
+    ctx: typer.Context,
+    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"),
+    output: Path = typer.Argument(..., help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json"),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/last"),
+) -> None:
+    """Train the CoVe English->German MT model; overrides as in spacy train: --training.max_epochs 3."""
+    from confection import Config
+    from spacy.cli._util import parse_config_overrides
+
+    from ..training.mt import train_mt
+
+    overrides = parse_config_overrides(ctx.args)
+    config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
+    state = train_mt(dict(config), output, resume=resume)
+    typer.echo(json.dumps(state["history"][-1] if state["history"] else {}, indent=1))
+
+
+@app.command("translate")
+def translate_command(
+    input_file: Path = typer.Argument(..., help="One raw English sentence per line; '-' reads stdin"),
+    model: str = typer.Option("default", "--model", help="A cove-mt model directory, or 'default'"),
+    beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
+    alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write German here instead of stdout"),
+    max_length: int = typer.Option(100, "--max-length", min=1),
+) -> None:
+    """Translate English to German, one detokenised sentence per line."""
+    from ..embedders.cove import CoveEmbedder
+
+    if str(input_file) == "-":
+        lines = sys.stdin.read().splitlines()
+    elif not input_file.is_file():
+        raise typer.BadParameter(f"{input_file} does not exist")
+    else:
+        lines = input_file.read_text(encoding="utf-8").splitlines()
+    translations = CoveEmbedder.load(model).translate(lines, beam=beam, alpha=alpha, max_length=max_length)
+    text = "".join(t.text + "\n" for t in translations)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+@app.command("bleu")
+def bleu_command(
+    source: Path = typer.Argument(..., exists=True, dir_okay=False, help="Raw English, one sentence per line (.gz ok)"),
+    reference: Path = typer.Argument(..., exists=True, dir_okay=False, help="Raw German references, line-aligned (.gz ok)"),
+    model: str = typer.Option("default", "--model", help="A cove-mt model directory, or 'default'"),
+    beam: int = typer.Option(5, "--beam", min=1),
+    alpha: float = typer.Option(0.6, "--alpha", min=0.0),
+) -> None:
+    """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
+    from ..embedders.cove import default_model_path
+    from ..training.mt import evaluate_bleu
+
+    path = default_model_path() if model == "default" else Path(model)
+    typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha).to_dict(), indent=1))
+
+
+@app.command("export-cove")
+def export_cove_command(
+    mt_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="A cove-mt model directory"),
+    out_dir: Path = typer.Argument(..., help="Where to write the cove-encoder directory"),
+    fp32: bool = typer.Option(False, "--fp32", help="Store float32 (default float16)"),
+) -> None:
+    """Truncate the MT model to its frozen encoder: MT-LSTM + source vocabulary + GloVe rows."""
+    import torch
+
+    from ..formats.cove_dir import export_encoder
+
+    path = export_encoder(mt_dir, out_dir, None if fp32 else torch.float16)
+    typer.echo(f"wrote the CoVe encoder to {path}")

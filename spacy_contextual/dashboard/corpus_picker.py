@@ -1,0 +1,70 @@
+"""The corpus widgets shared by the sense explorer and the layer probe: bundled demo sentences,
+pasted text, an uploaded text or JSONL file, or a sense-labelled JSONL file on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Union
+
+import streamlit as st
+
+from ..analysis.occurrences import InputError, demo_corpus, read_sense_jsonl, text_corpus
+from .common import sense_data_dir
+
+DEMO, PASTE, UPLOAD, JSONL = "Demo sentences", "Paste text", "Upload a file", "Sense-labelled JSONL"
+MAX_UPLOAD_BYTES = 50_000_000
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the corpus…")
+def load_corpus(source: str, payload: Union[str, bytes, None], filename: str = "") -> tuple[list[dict], str]:
+    """(records, digest) for one corpus choice; the digest keys the cached vectors."""
+    if source == DEMO:
+        records = demo_corpus()
+    elif source == PASTE:
+        records = text_corpus(payload or "")
+    elif source == UPLOAD:
+        if len(payload) > MAX_UPLOAD_BYTES:
+            raise InputError(f"The file has {len(payload):,} bytes; the limit is {MAX_UPLOAD_BYTES:,}.")
+        if filename.endswith((".jsonl", ".jsonl.gz", ".gz")):
+            records = read_sense_jsonl(payload)
+        else:
+            records = text_corpus(payload.decode("utf-8", errors="replace"))
+    elif source == JSONL:
+        records = read_sense_jsonl(payload or "")
+    else:
+        raise InputError(f"unknown corpus source '{source}'")
+    digest = hashlib.sha1(json.dumps(records, sort_keys=True).encode()).hexdigest()[:16]
+    return records, digest
+
+
+def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSONL)) -> tuple[list[dict], str, str]:
+    """Widgets in the sidebar; returns (records, digest, source). A bad corpus stops the page with a message."""
+    with st.sidebar:
+        source = st.radio("Corpus", sources, key=f"{key}_source")
+        payload, filename = None, ""
+        if source == PASTE:
+            payload = st.text_area(
+                "Text", key=f"{key}_text", height=160, placeholder="Paste English text (up to 200,000 characters)."
+            )
+        elif source == UPLOAD:
+            uploaded = st.file_uploader("Text, .jsonl or .jsonl.gz file", type=["txt", "jsonl", "gz"], key=f"{key}_upload")
+            if uploaded is None:
+                st.info("Upload a file to use it as the corpus.")
+                st.stop()
+            payload, filename = uploaded.getvalue(), uploaded.name
+        elif source == JSONL:
+            folder = sense_data_dir()
+            files = sorted(str(p) for p in folder.glob("*.jsonl*")) if folder else []
+            choice = st.selectbox("File", [*files, "other path…"], key=f"{key}_jsonl_file")
+            payload = st.text_input("Path", key=f"{key}_jsonl_path") if choice == "other path…" else choice
+            if not payload:
+                st.info("Give the path of a sense-labelled .jsonl or .jsonl.gz file.")
+                st.stop()
+    try:
+        records, digest = load_corpus(source, payload, filename)
+    except InputError as error:
+        st.error(str(error))
+        st.stop()
+    return records, digest, source
+

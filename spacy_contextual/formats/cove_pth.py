@@ -1,0 +1,73 @@
+"""The published CoVe encoder ``wmtlstm-*.pth`` (specs/cove.md section 3), from a local path.
+
+A plain ``nn.LSTM(300, 300, num_layers=2, bidirectional=True)`` state dict: 16 tensors, no key
+prefix. Loaded with ``torch.load(weights_only=True)`` (no arbitrary unpickling); every key and shape
+is checked and a mismatch names the key, the expected and the found shape.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Union
+
+import torch
+
+from ..models.mtlstm import MTLSTM
+
+PathLike = Union[str, Path]
+INPUT_DIM, HIDDEN_DIM, NUM_LAYERS = 300, 300, 2
+
+
+class CovePthError(ValueError):
+    """A file that is not the published CoVe MT-LSTM state dict."""
+
+
+def expected_shapes(input_dim: int = INPUT_DIM, hidden: int = HIDDEN_DIM, layers: int = NUM_LAYERS) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for layer in range(layers):
+        layer_input = input_dim if layer == 0 else 2 * hidden
+        for suffix in ("", "_reverse"):
+            shapes[f"weight_ih_l{layer}{suffix}"] = (4 * hidden, layer_input)
+            shapes[f"weight_hh_l{layer}{suffix}"] = (4 * hidden, hidden)
+            shapes[f"bias_ih_l{layer}{suffix}"] = (4 * hidden,)
+            shapes[f"bias_hh_l{layer}{suffix}"] = (4 * hidden,)
+    return shapes
+
+
+def validate_cove_state_dict(state: object, source: str = "state dict") -> dict[str, torch.Tensor]:
+    if not isinstance(state, dict):
+        raise CovePthError(f"{source} holds a {type(state).__name__}, not a state dict of tensors")
+    expected = expected_shapes()
+    keys = set(state)
+    missing, unexpected = sorted(set(expected) - keys), sorted(keys - set(expected))
+    if missing or unexpected:
+        hint = ""
+        if unexpected and all("." in k for k in unexpected):
+            hint = " (keys carry a module prefix such as 'rnn.'; the published file has none: strip it)"
+        raise CovePthError(
+            f"{source} is not the CoVe MT-LSTM state dict: missing keys {missing}, unexpected keys {unexpected}{hint}"
+        )
+    for key, shape in expected.items():
+        value = state[key]
+        if not isinstance(value, torch.Tensor):
+            raise CovePthError(f"{source}: {key} is a {type(value).__name__}, not a tensor")
+        if tuple(value.shape) != shape:
+            raise CovePthError(f"{source}: {key} has shape {tuple(value.shape)}, expected {shape} (nn.LSTM(300, 300, num_layers=2, bidirectional=True))")
+    return state  # type: ignore[return-value]
+
+
+def load_cove_pth(path: PathLike) -> MTLSTM:
+    """An ``MTLSTM`` (eval mode) holding the weights of a local ``wmtlstm-*.pth`` file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"CoVe weight file {path} does not exist; nothing is downloaded: bring your own copy of wmtlstm-8f474287.pth"
+        )
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises several types for non-checkpoint or unsafe files
+        raise CovePthError(f"{path} could not be read as a weights-only PyTorch file: {error}") from error
+    state = validate_cove_state_dict(state, str(path))
+    encoder = MTLSTM(INPUT_DIM, HIDDEN_DIM, NUM_LAYERS)
+    encoder.load_published_state_dict({k: v.float() for k, v in state.items()})
+    return encoder.eval()

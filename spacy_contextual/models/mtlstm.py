@@ -1,0 +1,78 @@
+"""The CoVe encoder (McCann et al. 2017): H = MT-LSTM(GloVe(w)).
+
+A stacked bidirectional LSTM over fixed 300-d GloVe vectors:
+
+    CoVe-1 = [LSTM_fwd^1(x) ; LSTM_bwd^1(x)]          (n x 600)
+    CoVe-2 = [LSTM_fwd^2(CoVe-1) ; LSTM_bwd^2(CoVe-1)] (n x 600)
+
+It is a ``nn.LSTM(300, 300, num_layers=2, bidirectional=True)`` split into one module per layer so
+that both layers' outputs are available; ``load_published_state_dict`` / ``published_state_dict``
+translate to and from the 16-key layout of the salesforce ``wmtlstm-*.pth`` file (PyTorch gate
+order i|f|g|o). Padded positions of every output are zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+PUBLISHED_SUFFIXES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+
+
+@dataclass
+class MTLSTMOutput:
+    layers: list[torch.Tensor]  # per layer (B, T, 2 * hidden), zero past each length
+    final_hidden: list[torch.Tensor]  # per layer (B, 2 * hidden): [h_fwd_last ; h_bwd_first]
+    final_cell: list[torch.Tensor]  # per layer (B, 2 * hidden)
+
+
+class MTLSTM(nn.Module):
+    def __init__(self, input_dim: int = 300, hidden_dim: int = 300, num_layers: int = 2, dropout: float = 0.0):
+        super().__init__()
+        self.input_dim, self.hidden_dim, self.num_layers = input_dim, hidden_dim, num_layers
+        self.layers = nn.ModuleList(
+            nn.LSTM(input_dim if k == 0 else 2 * hidden_dim, hidden_dim, batch_first=True, bidirectional=True)
+            for k in range(num_layers)
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def output_dim(self) -> int:
+        return 2 * self.hidden_dim
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> MTLSTMOutput:
+        """inputs (B, T, input_dim), lengths (B,) -> every layer's (B, T, 2H) output and final states.
+
+        Dropout (training only) is applied to each layer's input."""
+        total = inputs.shape[1]
+        packed_lengths = lengths.cpu()
+        layers, hiddens, cells = [], [], []
+        x = inputs
+        for lstm in self.layers:
+            packed = pack_padded_sequence(self.dropout(x), packed_lengths, batch_first=True, enforce_sorted=False)
+            out, (h, c) = lstm(packed)
+            x, _ = pad_packed_sequence(out, batch_first=True, total_length=total)
+            layers.append(x)
+            hiddens.append(torch.cat([h[0], h[1]], dim=-1))
+            cells.append(torch.cat([c[0], c[1]], dim=-1))
+        return MTLSTMOutput(layers, hiddens, cells)
+
+    def load_published_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Load an ``nn.LSTM(num_layers=2, bidirectional=True)`` state dict (``weight_ih_l1_reverse`` ...)."""
+        mapped = {}
+        for key, value in state.items():
+            name, _, rest = key.rpartition("_l")
+            layer, _, reverse = rest.partition("_")
+            mapped[f"layers.{layer}.{name}_l0{'_' + reverse if reverse else ''}"] = value
+        self.load_state_dict(mapped)
+
+    def published_state_dict(self) -> dict[str, torch.Tensor]:
+        """This encoder's weights under the ``nn.LSTM(num_layers=2, bidirectional=True)`` key names."""
+        out = {}
+        for layer, lstm in enumerate(self.layers):
+            for key, value in lstm.state_dict().items():
+                out[key.replace("_l0", f"_l{layer}")] = value
+        return out

@@ -1,0 +1,100 @@
+"""A contextual encoder as a thinc layer: Docs in, one array (n_layers, len(doc), width) per Doc out.
+
+Row i of layer j is h_{i,j} for token i (zero for whitespace tokens). Docs are cut into segments and
+batched as described in ``segments.py``; each batch runs through the shim's PyTorch module.
+
+``model.attrs["frozen"]`` (set by the component): the module runs in eval mode under ``no_grad``
+and backprop is a no-op, also during training. Otherwise the gradient of every output row flows back
+into the module and ``finish_update`` updates it.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from spacy.tokens import Doc
+from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
+from thinc.types import Floats3d
+
+from .encoder_shim import EncoderShim
+from .segments import doc_segments, plan_batches
+
+
+def ContextualEncoder(
+    name: str, shim: EncoderShim, *, window: int, max_batch_tokens: int, stateful: bool
+) -> Model[List[Doc], List[Floats3d]]:
+    if max_batch_tokens < window + 2:
+        raise ValueError(f"max_batch_tokens ({max_batch_tokens}) must be at least window + 2 ({window + 2})")
+    model = Model(
+        name,
+        forward,
+        init=init,
+        shims=[shim],
+        dims={"nO": None, "nL": None},
+        attrs={"window": window, "max_batch_tokens": max_batch_tokens, "stateful": stateful, "frozen": True},
+    )
+    if shim.loaded:
+        set_encoder_dims(model)
+    return model
+
+
+def get_shim(model: Model) -> EncoderShim:
+    return model.shims[0]
+
+
+def load_encoder(model: Model, module) -> None:
+    """Put loaded weights into the encoder layer and set its dims (width nO, layer count nL)."""
+    get_shim(model).load(module)
+    set_encoder_dims(model)
+
+
+def set_encoder_dims(model: Model) -> None:
+    shim = get_shim(model)
+    for dim, value in (("nO", shim.width), ("nL", len(shim.layer_names))):
+        model.set_dim(dim, value, force=True)  # new weights may replace ones of another shape
+
+
+def init(model: Model, X=None, Y=None) -> None:
+    """A private encoder (``ElmoTok2Vec.v1``) loads its weights here from ``attrs["loader"]``."""
+    shim = get_shim(model)
+    if not shim.loaded and model.attrs.get("loader") is not None:
+        shim.load(model.attrs["loader"]())
+    if shim.loaded:
+        set_encoder_dims(model)
+
+
+def forward(model: Model, docs: List[Doc], is_train: bool):
+    shim = get_shim(model)
+    module = shim.module  # raises a clear error when no weights were loaded
+    trainable = is_train and not model.attrs["frozen"]
+    if not trainable:
+        module.eval()
+    widths, width = shim.layer_widths, shim.width
+    outputs = [model.ops.alloc3f(len(widths), len(doc), width) for doc in docs]
+    segments = [seg for index, doc in enumerate(docs) for seg in doc_segments(doc, index, model.attrs["window"])]
+    batches = plan_batches(segments, model.attrs["max_batch_tokens"], keep_order=model.attrs["stateful"])
+    callbacks = []
+    for batch in batches:
+        inputs = shim.prepare_inputs([[docs[s.doc_index][i].text for i in s.token_indices] for s in batch])
+        if trainable:
+            output, torch_backprop = shim.begin_update(inputs)
+        else:
+            output, torch_backprop = shim.predict(inputs), None
+        layers = shim.token_layers(output)
+        values = torch2xp(layers.detach().float(), ops=model.ops)
+        for row, segment in enumerate(batch):
+            outputs[segment.doc_index][:, list(segment.token_indices)] = values[row, :, : len(segment)]
+        if torch_backprop is not None:
+            callbacks.append((batch, layers, torch_backprop))
+
+    def backprop(d_outputs: List[Floats3d]) -> List[Doc]:
+        for batch, layers, torch_backprop in callbacks:
+            d_layers = model.ops.alloc4f(*layers.shape)
+            for row, segment in enumerate(batch):
+                d_layers[row, :, : len(segment)] = d_outputs[segment.doc_index][:, list(segment.token_indices)]
+            grad = xp2torch(d_layers, device=layers.device).to(layers.dtype)
+            torch_backprop(ArgsKwargs(args=(layers,), kwargs={"grad_tensors": (grad,)}))
+        return []
+
+    return outputs, backprop
+

@@ -1,0 +1,223 @@
+"""The shared upstream component behind ``elmo`` and ``cove`` (spaCy's Tok2Vec / spacy-transformers'
+Transformer pattern).
+
+``predict`` runs the encoder layer (``contextual_encoder.py``); ``set_annotations`` stores the
+layers on ``doc._.<kind>_data`` ("all" layers, the "mixed" vector, or "none"), optionally the mixed
+vector in ``doc.tensor``, and installs the vector hooks. ``update`` runs the encoder once and hands
+the outputs to every listening component; with ``frozen = true`` (default) the encoder runs in eval
+mode under no_grad and never changes, with ``frozen = false`` the listeners' gradients are summed
+and fine-tune it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
+
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from spacy.vocab import Vocab
+from thinc.api import Model, Optimizer
+from thinc.types import Floats3d
+
+from .contextual_encoder import get_shim, load_encoder
+from .doc_data import ContextualData, install_extensions
+from .listener import ContextualListener
+from .vector_hooks import layer_source, set_vector_hooks, tensor_source
+
+STORE_OPTIONS = ("all", "mixed", "none")
+
+
+class ContextualPipe(TrainablePipe):
+    kind = "contextual"  # "elmo" / "cove" in the subclasses
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[List[Doc], List[Floats3d]],
+        name: str,
+        *,
+        frozen: bool = True,
+        store: str = "all",
+        set_doc_tensor: bool = False,
+        vector_hooks: bool = True,
+        vector_layer: Optional[int] = None,
+    ):
+        if store not in STORE_OPTIONS:
+            raise ValueError(f"store must be one of {STORE_OPTIONS}, got {store!r}")
+        if vector_hooks and store == "none" and not set_doc_tensor:
+            raise ValueError("vector_hooks need the vectors somewhere: set store to \"all\"/\"mixed\" or set_doc_tensor = true")
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.listener_map: Dict[str, List[ContextualListener]] = {}
+        self.cfg = {
+            "frozen": frozen,
+            "store": store,
+            "set_doc_tensor": set_doc_tensor,
+            "vector_hooks": vector_hooks,
+            "vector_layer": vector_layer,
+        }
+        self.model.attrs["frozen"] = frozen
+        install_extensions()
+
+    @property
+    def extension(self) -> str:
+        return f"{self.kind}_data"
+
+    @property
+    def frozen(self) -> bool:
+        return self.cfg["frozen"]
+
+    # -- listeners (spaCy's ListenedToComponent protocol) ---------------------------------------
+
+    @property
+    def listeners(self) -> List[ContextualListener]:
+        return [m for c in self.listening_components for m in self.listener_map[c]]
+
+    @property
+    def listening_components(self) -> List[str]:
+        return list(self.listener_map.keys())
+
+    def add_listener(self, listener: ContextualListener, component_name: str) -> None:
+        self.listener_map.setdefault(component_name, [])
+        if listener not in self.listener_map[component_name]:
+            self.listener_map[component_name].append(listener)
+        if get_shim(self.model).loaded:
+            listener.set_upstream_dims(self.model.get_dim("nO"), self.model.get_dim("nL"))
+
+    def remove_listener(self, listener: ContextualListener, component_name: str) -> bool:
+        if listener in self.listener_map.get(component_name, []):
+            self.listener_map[component_name].remove(listener)
+            if not self.listener_map[component_name]:
+                del self.listener_map[component_name]
+            return True
+        return False
+
+    def find_listeners(self, component) -> None:
+        names = ("*", self.name)
+        if isinstance(getattr(component, "model", None), Model):
+            for node in component.model.walk():
+                if isinstance(node, ContextualListener) and node.kind == self.kind and node.upstream_name in names:
+                    self.add_listener(node, component.name)
+
+    # -- prediction -----------------------------------------------------------------------------
+
+    def __call__(self, doc: Doc) -> Doc:
+        install_extensions()
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        install_extensions()  # worker processes of nlp.pipe(n_process>1) start here
+        yield from super().pipe(stream, batch_size=batch_size)
+
+    def predict(self, docs: Iterable[Doc]) -> List[Floats3d]:
+        return self.model.predict(list(docs))
+
+    def set_annotations(self, docs: Iterable[Doc], layers: List[Floats3d]) -> None:
+        shim = get_shim(self.model)
+        names, widths = shim.layer_names, shim.layer_widths
+        store, layer = self.cfg["store"], self.cfg["vector_layer"]
+        for doc, doc_layers in zip(docs, layers):
+            data = ContextualData(doc_layers, names, widths)
+            if store == "all":
+                doc._.set(self.extension, data)
+            elif store == "mixed":
+                doc._.set(self.extension, ContextualData(data.token_vectors(layer)[None], ["mixed"]))
+            if self.cfg["set_doc_tensor"]:
+                doc.tensor = data.token_vectors(layer)
+            if self.cfg["vector_hooks"]:
+                source = tensor_source if store == "none" else layer_source(self.extension, layer)
+                set_vector_hooks(doc, source)
+
+    # -- training -------------------------------------------------------------------------------
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        if losses is None:
+            losses = {}
+        validate_examples(examples, "ContextualPipe.update")
+        losses.setdefault(self.name, 0.0)
+        docs = [eg.predicted for eg in examples]
+        outputs, backprop_encoder = self.model.begin_update(docs)
+        batch_id = ContextualListener.get_batch_id(docs)
+        listeners = self.listeners
+        if self.frozen:
+            for listener in listeners:
+                listener.receive(batch_id, outputs, _no_backprop)
+            return losses
+        d_outputs = [self.model.ops.alloc3f(*out.shape) for out in outputs]
+
+        def accumulate_gradient(one_d_outputs: List[Floats3d]) -> List[Doc]:
+            for total, one in zip(d_outputs, one_d_outputs):
+                total += one
+                losses[self.name] += float((one**2).sum())
+            return []
+
+        def backprop(one_d_outputs: List[Floats3d]) -> List[Doc]:
+            accumulate_gradient(one_d_outputs)
+            backprop_encoder(d_outputs)
+            if sgd is not None:
+                self.finish_update(sgd)
+            return []
+
+        for listener in listeners[:-1]:
+            listener.receive(batch_id, outputs, accumulate_gradient)
+        if listeners:
+            listeners[-1].receive(batch_id, outputs, backprop)
+        return losses
+
+    def get_loss(self, examples, scores):
+        """No loss of its own: the encoder learns from its listeners' gradients."""
+        return 0.0, None
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        if not self.frozen:
+            self.model.finish_update(sgd)
+
+    def initialize(
+        self,
+        get_examples: Optional[Callable[[], Iterable[Example]]] = None,
+        *,
+        nlp: Optional[Language] = None,
+        loader: Optional[Callable[[], object]] = None,
+    ) -> None:
+        """Load the weights from ``loader`` (``[initialize.components.<name>.loader]``); without one,
+        keep weights already there (a sourced component) or load the bundled default."""
+        if loader is not None or not get_shim(self.model).loaded:
+            load_encoder(self.model, (loader or self.default_loader())())
+        self.model.initialize()
+        for listener in self.listeners:
+            listener.set_upstream_dims(self.model.get_dim("nO"), self.model.get_dim("nL"))
+        if nlp is not None:
+            for index, (_, component) in enumerate(nlp.pipeline):
+                if component is self:
+                    for _, later in nlp.pipeline[index:]:
+                        self.find_listeners(later)
+
+    def default_loader(self) -> Callable[[], object]:
+        raise NotImplementedError
+
+    # -- serialization: the component setting wins over the value stored with the model ----------
+
+    def from_bytes(self, bytes_data, *, exclude=tuple()):
+        super().from_bytes(bytes_data, exclude=exclude)
+        self.model.attrs["frozen"] = self.frozen
+        return self
+
+    def from_disk(self, path, *, exclude=tuple()):
+        super().from_disk(path, exclude=exclude)
+        self.model.attrs["frozen"] = self.frozen
+        return self
+
+
+def _no_backprop(d_outputs: List[Floats3d]) -> List[Doc]:
+    return []

@@ -1,0 +1,108 @@
+"""A PyTorch encoder inside a thinc model, stored in the pipeline as JSON config + safetensors.
+
+The encoder's architecture is only known once its weights are loaded (``initialize()``), so the
+shim starts empty and builds the module from the stored config when a pipeline is deserialized. No
+pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors bytes>}``.
+Subclasses say how to build the module, how to turn token strings into its inputs, and how to read
+its output as token-aligned layers (B, n_layers, T, width).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any, Optional, Sequence
+
+import srsly
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+from thinc.api import ArgsKwargs, PyTorchShim, get_torch_default_device
+
+
+class EncoderShim(PyTorchShim):
+    #: what the subclass encodes, for error messages ("ELMo biLM", "CoVe encoder")
+    description = "encoder"
+
+    def __init__(self, mixed_precision: bool = False):
+        super().__init__(None, mixed_precision=mixed_precision and torch.cuda.is_available())
+
+    # -- to implement ---------------------------------------------------------------------------
+
+    def module_config(self) -> dict[str, Any]:
+        """JSON-serializable description from which ``build_module`` rebuilds the architecture."""
+        raise NotImplementedError
+
+    def build_module(self, config: dict[str, Any]) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def prepare_inputs(self, words: Sequence[Sequence[str]]) -> ArgsKwargs:
+        """The module's arguments for a batch of token-string lists (on ``self.device``)."""
+        raise NotImplementedError
+
+    def token_layers(self, output: Any) -> torch.Tensor:
+        """The module's output as (B, n_layers, T, width), row b's tokens at positions 0..len_b-1."""
+        raise NotImplementedError
+
+    @property
+    def layer_names(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def layer_widths(self) -> list[int]:
+        raise NotImplementedError
+
+    # -- loading --------------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def module(self) -> torch.nn.Module:
+        if self._model is None:
+            raise ValueError(
+                f"the {self.description} has no weights yet: call nlp.initialize() (the component's "
+                "[initialize] loader names the model) or load a trained pipeline with spacy.load"
+            )
+        return self._model
+
+    def load(self, module: torch.nn.Module) -> None:
+        self._model = module.to(get_torch_default_device()).eval()
+
+    @property
+    def device(self) -> torch.device:
+        parameter = next(self._model.parameters(), None) if self._model is not None else None
+        return parameter.device if parameter is not None else get_torch_default_device()
+
+    @property
+    def width(self) -> int:
+        return max(self.layer_widths)
+
+    # -- serialization --------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        if self._model is None:
+            return srsly.msgpack_dumps({"config": None, "state": b""})
+        state = {name: tensor.detach().cpu().contiguous() for name, tensor in self._model.state_dict().items()}
+        return srsly.msgpack_dumps({"config": self.module_config(), "state": save_safetensors(state)})
+
+    def from_bytes(self, bytes_data: bytes) -> "EncoderShim":
+        msg = srsly.msgpack_loads(bytes_data)
+        if msg["config"] is None:
+            self._model = None
+            return self
+        module = self.build_module(msg["config"])
+        module.load_state_dict(load_safetensors(msg["state"]))
+        self.load(module)
+        self._grad_scaler.to_(self.device)
+        return self
+
+    def use_params(self, params):  # the empty (not yet loaded) shim has nothing to swap
+        if self._model is None:
+            return nullcontext()
+        return super().use_params(params)
+
+
+def optional_str(value: Optional[str]) -> Optional[str]:
+    """Config values such as ``${paths.elmo_model}`` arrive as "" or "null" when unset."""
+    return None if value in (None, "", "null", "None") else value

@@ -1,0 +1,86 @@
+"""Held-out perplexity, DESIGN.md §5 protocol: vocabulary = the model's (training words with count
+>= 3 + ``<S>``, ``</S>``, ``<UNK>``), OOV tokens count as ``<UNK>``, ``</S>`` is predicted by the
+forward LM (``<S>`` by the backward LM), every sentence starts from zero state.
+
+    ppl_direction = exp( sum of -log p(target) / number of predictions ),  average = (fwd + bwd) / 2
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import islice
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+
+from ..formats.bilm_dir import KIND, load_bilm, load_softmax
+from ..formats.model_dir import read_model_config
+from ..formats.bilm_tf import load_bilm_tf
+from .corpus import BatchStream, iter_sentences
+from .lm import BidirectionalLM, SoftmaxConfig
+from .vocab import Vocabulary
+
+PathLike = Union[str, Path]
+
+
+def perplexity(lm: BidirectionalLM, path: PathLike, max_sentences: Optional[int] = None, batch_tokens: int = 4000) -> dict:
+    sentences = list(islice(iter_sentences(path), max_sentences))
+    if not sentences:
+        raise ValueError(f"no sentences in {path}")
+    batcher = BatchStream([path], batch_tokens)
+    was_training = lm.training
+    lm.eval()
+    forward = backward = 0.0
+    predictions = 0
+    with torch.no_grad():
+        for batch in batcher.chunk_batches(sentences, 0, 0):
+            loss = lm(batch)
+            forward += float(loss.forward_nll)
+            backward += float(loss.backward_nll)
+            predictions += loss.predictions
+    lm.train(was_training)
+    fwd, bwd = math.exp(forward / predictions), math.exp(backward / predictions)
+    unknown = sum(1 for s in sentences for w in s if w not in lm.vocab.index)
+    tokens = sum(len(s) for s in sentences)
+    return {
+        "forward": fwd,
+        "backward": bwd,
+        "average": (fwd + bwd) / 2,
+        "sentences": len(sentences),
+        "predictions": predictions,
+        "oov_rate": unknown / tokens,
+    }
+
+
+def load_language_model(
+    model: PathLike,
+    options_file: Optional[PathLike] = None,
+    vocab: Optional[Vocabulary] = None,
+    softmax_config: Optional[SoftmaxConfig] = None,
+    seed: int = 0,
+) -> tuple[BidirectionalLM, bool]:
+    """A trainable LM from our model directory or from a bilm-tf ``weights.hdf5`` (+ ``options_file``).
+
+    When the model has no softmax (bilm-tf files never do) a new one is initialised over ``vocab``;
+    the second return value says whether that happened. A saved softmax is kept only when ``vocab``
+    is None or equal to the model's vocabulary.
+    """
+    path = Path(model)
+    if path.suffix in (".hdf5", ".h5"):
+        if options_file is None:
+            raise ValueError(f"{path} is a bilm-tf weight file; pass its options.json as well (--options-file)")
+        bilm, softmax_state, model_vocab = load_bilm_tf(options_file, path), None, None
+    else:
+        bilm = load_bilm(path)
+        softmax_state, words = load_softmax(path)
+        model_vocab = Vocabulary(words) if words else None
+    if softmax_state is not None and model_vocab is not None and (vocab is None or vocab.words == model_vocab.words):
+        saved = SoftmaxConfig(**read_model_config(path, KIND)["info"]["softmax"])
+        lm = BidirectionalLM(bilm, model_vocab, saved)
+        lm.softmax.load_state_dict(softmax_state)
+        return lm, False
+    if vocab is None:
+        raise ValueError(f"{path} has no LM softmax and vocabulary; give a vocabulary (or training text to build one)")
+    torch.manual_seed(seed)
+    return BidirectionalLM(bilm, vocab, softmax_config or SoftmaxConfig()), True

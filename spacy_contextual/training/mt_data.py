@@ -1,0 +1,120 @@
+"""Multi30k text for the CoVe MT model: tokenising, vocabularies, id tensors and length-sorted batches.
+
+Tokenisation is a regular expression in the spirit of Moses without its aggressive hyphen split:
+words (letters/digits with internal ``-`` ``'`` ``.`` joints such as "t-shirt", "don't", "3.5") stay
+whole, every other non-space character is a token. The English source is lowercased, as the CoVe
+paper did (GloVe lookup); the German target keeps its case so translations read as German (nouns
+capitalised) and default, cased sacreBLEU is meaningful; the paper's metric lowercases both sides.
+``detokenize`` undoes the spacing for display and for default sacreBLEU.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence, Union
+
+import torch
+
+PathLike = Union[str, Path]
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
+SPECIALS = [PAD, UNK, BOS, EOS]
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
+
+_TOKEN = re.compile(r"\w+(?:[-'’.]\w+)*|[^\w\s]")
+_NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}»“])")
+_NO_SPACE_AFTER = re.compile(r"([(\[{«„]) ")
+
+
+def tokenize(text: str, lower: bool = True) -> list[str]:
+    """Tokens of one raw sentence, lowercased unless ``lower=False``."""
+    return _TOKEN.findall(text.lower() if lower else text)
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Tokens joined back into text: no space before closing punctuation or after opening brackets."""
+    return _NO_SPACE_AFTER.sub(r"\1", _NO_SPACE_BEFORE.sub(r"\1", " ".join(tokens)))
+
+
+def read_lines(path: PathLike) -> list[str]:
+    """Lines of a text file, ``.gz`` or plain, without their newlines."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in handle]
+
+
+def read_parallel(source: PathLike, target: PathLike) -> list[tuple[list[str], list[str]]]:
+    """Tokenised (source, target) pairs; the two files must have the same number of lines."""
+    src, tgt = read_lines(source), read_lines(target)
+    if len(src) != len(tgt):
+        raise ValueError(f"{source} has {len(src)} lines but {target} has {len(tgt)}; they must be line-aligned")
+    return [(tokenize(s), tokenize(t, lower=False)) for s, t in zip(src, tgt)]
+
+
+def build_vocab(sentences: Iterable[Sequence[str]], min_count: int = 1, max_size: int | None = None) -> list[str]:
+    """Special symbols, then words by falling frequency (ties alphabetically) with count >= min_count."""
+    counts = Counter(token for sentence in sentences for token in sentence)
+    words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    return SPECIALS + words[: None if max_size is None else max_size - len(SPECIALS)]
+
+
+class Vocab:
+    """String <-> id mapping over a word list that starts with ``SPECIALS``."""
+
+    def __init__(self, words: Sequence[str]):
+        if list(words[: len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"a vocabulary must start with {SPECIALS}, got {list(words[:4])}")
+        self.words = list(words)
+        self.index = {w: i for i, w in enumerate(self.words)}
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def encode(self, tokens: Sequence[str]) -> list[int]:
+        return [self.index.get(t, UNK_ID) for t in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        out = []
+        for i in ids:
+            if i == EOS_ID:
+                break
+            if i not in (PAD_ID, BOS_ID):
+                out.append(self.words[i])
+        return out
+
+
+def pad(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) LongTensor padded with PAD_ID, and the (B,) lengths."""
+    lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
+    out = torch.full((len(sequences), int(lengths.max())), PAD_ID, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+    return out, lengths
+
+
+def batches(
+    pairs: Sequence[tuple[list[int], list[int]]], batch_size: int, shuffle: bool, seed: int = 0
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(src, src_lengths, tgt) batches of similar source length; tgt is ``<s> y </s>``.
+
+    Pairs are sorted by source length inside pools of 50 batches so padding stays small while the
+    batch order still changes every epoch."""
+    order = list(range(len(pairs)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(order)
+    pool = batch_size * 50
+    chunks = []
+    for start in range(0, len(order), pool):
+        block = sorted(order[start : start + pool], key=lambda i: len(pairs[i][0]))
+        chunks.extend(block[i : i + batch_size] for i in range(0, len(block), batch_size))
+    if shuffle:
+        rng.shuffle(chunks)
+    for chunk in chunks:
+        src, src_lengths = pad([pairs[i][0] for i in chunk])
+        tgt, _ = pad([[BOS_ID, *pairs[i][1], EOS_ID] for i in chunk])
+        yield src, src_lengths, tgt

@@ -1,0 +1,282 @@
+"""The biLM pretraining / fine-tuning loop: single process, or DDP under ``torchrun``.
+
+Each step: a batch of length-sorted sentences -> loss = (L_forward + L_backward) / predictions ->
+backward -> clip the global gradient norm -> optimizer step with a warmup + linear-decay learning
+rate. Every ``checkpoint_minutes`` a checkpoint is written (``--resume`` continues from it: same
+weights, optimizer state, step, stream position and RNG, hence the same run); every
+``validate_minutes`` the validation perplexity is measured and, when it improved, the fp16 biLM is
+written to ``export_dir``.
+
+Under ``torchrun`` (``WORLD_SIZE`` > 1) every rank reads its own shard of the corpus (line i goes
+to rank i mod world size), gradients are averaged by DistributedDataParallel (gloo on CPU, nccl on
+GPU), and rank 0 decides when to validate, checkpoint and stop and tells the others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from ..models.bilm import BiLM
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import PretrainConfig
+from .corpus import BatchStream, StreamPosition
+from .evaluate import perplexity
+from .lm import BidirectionalLM
+from .vocab import Vocabulary
+
+CHECKPOINT, VALIDATE, STOP = 1, 2, 4
+
+
+@dataclass
+class Runtime:
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def setup_runtime(device: str) -> Runtime:
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        target = torch.device("cuda", local)
+    else:
+        target = torch.device("cpu")
+    if world_size > 1 and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return Runtime(rank, world_size, target)
+
+
+def make_optimizer(config: PretrainConfig, parameters) -> torch.optim.Optimizer:
+    name = config.training.optimizer
+    if name == "adam":
+        return torch.optim.Adam(parameters, lr=config.training.lr)
+    if name == "adagrad":
+        return torch.optim.Adagrad(parameters, lr=config.training.lr, initial_accumulator_value=1.0)
+    raise ValueError(f"training.optimizer must be 'adam' or 'adagrad', got {name!r}")
+
+
+def learning_rate(config: PretrainConfig, step: int) -> float:
+    t = config.training
+    if step < t.warmup_steps:
+        return t.lr * (step + 1) / t.warmup_steps
+    end = t.lr_decay_steps or t.max_steps
+    progress = min(1.0, (step - t.warmup_steps) / max(1, end - t.warmup_steps))
+    return t.lr - (t.lr - t.lr_min) * progress
+
+
+def prepare_vocab(config: PretrainConfig, runtime: Runtime, output_dir: Path) -> Vocabulary:
+    """The configured vocab.txt, or one built from the training files (by rank 0) and saved."""
+    path = Path(config.data.vocab) if config.data.vocab else output_dir / "vocab.txt"
+    if not path.is_file() and config.data.vocab:
+        raise FileNotFoundError(f"data.vocab = {path} does not exist; leave it empty to build one from data.train")
+    if not path.is_file() and runtime.main:
+        Vocabulary.build(config.data.train, config.data.min_count).save(path)
+    if runtime.distributed:
+        dist.barrier()
+    return Vocabulary.load(path)
+
+
+class Trainer:
+    def __init__(self, config: PretrainConfig, lm: BidirectionalLM, runtime: Runtime, log: Callable[[str], None] = print):
+        self.config, self.runtime, self.log = config, runtime, log
+        self.output_dir = Path(config.training.output_dir)
+        self.lm = lm.to(runtime.device)
+        self.lm.set_dropout(config.training.dropout)
+        self.model = (
+            DistributedDataParallel(self.lm, find_unused_parameters=True) if runtime.distributed else self.lm
+        )
+        self.optimizer = make_optimizer(config, self.lm.parameters())
+        self.state: dict[str, Any] = {
+            "step": 0,
+            "tokens": 0,
+            "train_seconds": 0.0,
+            "positions": [[0, 0, 0]] * runtime.world_size,
+            "best_valid": None,
+            "history": [],
+            "config": config.to_dict(),
+        }
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.output_dir / "checkpoint"
+
+    def restore(self) -> None:
+        lm, state, optimizer_state, rngs = load_checkpoint(self.checkpoint_dir)
+        if len(state["positions"]) != self.runtime.world_size:
+            raise ValueError(
+                f"the checkpoint was written by {len(state['positions'])} processes; resume with the same number"
+            )
+        self.lm.load_state_dict(lm.state_dict())
+        self.optimizer.load_state_dict(optimizer_state)
+        self.state.update({k: v for k, v in state.items() if k != "config"})
+        torch.set_rng_state(rngs[self.runtime.rank])
+        self.log(f"resumed from {self.checkpoint_dir} at step {state['step']}")
+
+    def save(self, position: StreamPosition) -> None:
+        here = torch.tensor([position.epoch, position.chunk, position.batch])
+        rng = torch.get_rng_state()
+        if self.runtime.distributed:
+            positions = [torch.zeros_like(here) for _ in range(self.runtime.world_size)]
+            rngs = [torch.zeros_like(rng) for _ in range(self.runtime.world_size)]
+            dist.all_gather(positions, here.to(self._collective_device()))
+            dist.all_gather(rngs, rng.to(self._collective_device()))
+        else:
+            positions, rngs = [here], [rng]
+        self.state["positions"] = [p.tolist() for p in positions]
+        if self.runtime.main:
+            save_checkpoint(self.checkpoint_dir, self.lm, self.optimizer, self.state, [r.cpu() for r in rngs])
+
+    def _collective_device(self) -> torch.device:
+        return self.runtime.device if dist.get_backend() == "nccl" else torch.device("cpu")
+
+    # -- validation -------------------------------------------------------------------------------
+
+    def validate(self) -> Optional[dict]:
+        if not self.runtime.main or not self.config.data.valid:
+            return None
+        scores = perplexity(self.lm, self.config.data.valid, self.config.data.valid_sentences)
+        scores = {"step": self.state["step"], "tokens": self.state["tokens"], **scores}
+        self.state["history"].append(scores)
+        improved = self.state["best_valid"] is None or scores["average"] < self.state["best_valid"]
+        if improved:
+            self.state["best_valid"] = scores["average"]
+            if self.config.training.export_dir:
+                self.lm.save(
+                    self.config.training.export_dir,
+                    dtype=getattr(torch, self.config.training.export_dtype),
+                    info={"valid_perplexity": scores, "train_tokens": self.state["tokens"], "step": self.state["step"]},
+                )
+        self.log(
+            f"step {scores['step']}: valid perplexity forward {scores['forward']:.1f} backward {scores['backward']:.1f} "
+            f"average {scores['average']:.1f}" + (" (best, exported)" if improved and self.config.training.export_dir else "")
+        )
+        return scores
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def _events(self, started: float, last_checkpoint: float, last_validate: float) -> int:
+        t = self.config.training
+        now = time.time()
+        flags = 0
+        if self.runtime.main:
+            if now - last_checkpoint >= t.checkpoint_minutes * 60:
+                flags |= CHECKPOINT
+            if now - last_validate >= t.validate_minutes * 60:
+                flags |= VALIDATE
+            if self.state["step"] >= t.max_steps or (t.max_minutes is not None and now - started >= t.max_minutes * 60):
+                flags |= STOP
+        if self.runtime.distributed:
+            flag_tensor = torch.tensor([flags], device=self._collective_device())
+            dist.broadcast(flag_tensor, 0)
+            flags = int(flag_tensor.item())
+        return flags
+
+    def train(self) -> dict:
+        t, d = self.config.training, self.config.data
+        stream = BatchStream(d.train, d.batch_tokens, d.chunk_sentences, t.seed, self.runtime.rank, self.runtime.world_size)
+        start = StreamPosition(*self.state["positions"][self.runtime.rank])
+        started = last_checkpoint = last_validate = time.time()
+        seconds_before = self.state["train_seconds"]
+        self.lm.train()
+        bar = tqdm(total=t.max_steps, initial=self.state["step"], disable=not self.runtime.main, unit="step", dynamic_ncols=True)
+        smoothed_loss, window_tokens, window_start = None, 0, time.time()
+        position = start
+        batches = stream(start)
+        while True:
+            flags = self._events(started, last_checkpoint, last_validate)
+            if flags & VALIDATE:
+                self.validate()
+                last_validate = time.time()
+            if flags & (CHECKPOINT | STOP):
+                self.state["train_seconds"] = seconds_before + time.time() - started
+                self.save(position)
+                last_checkpoint = time.time()
+            if flags & STOP:
+                break
+            position, sentences = next(batches)
+            for group in self.optimizer.param_groups:
+                group["lr"] = learning_rate(self.config, self.state["step"])
+            loss = self.model(sentences)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.mean.backward()
+            torch.nn.utils.clip_grad_norm_(self.lm.parameters(), t.grad_clip)
+            self.optimizer.step()
+            tokens = sum(len(s) for s in sentences) * self.runtime.world_size
+            self.state["step"] += 1
+            self.state["tokens"] += tokens
+            window_tokens += tokens
+            value = loss.mean.item() / 2  # per direction
+            smoothed_loss = value if smoothed_loss is None else 0.98 * smoothed_loss + 0.02 * value
+            bar.update(1)
+            if self.state["step"] % 10 == 0:
+                rate = window_tokens / max(time.time() - window_start, 1e-9)
+                bar.set_postfix(tok_s=f"{rate:.0f}", loss=f"{smoothed_loss:.3f}", ppl=f"{math.exp(smoothed_loss):.1f}", epoch=position.epoch)
+                window_tokens, window_start = 0, time.time()
+        bar.close()
+        final = self.validate()
+        summary = {
+            "step": self.state["step"],
+            "tokens": self.state["tokens"],
+            "train_seconds": self.state["train_seconds"],
+            "valid": final,
+        }
+        if self.runtime.main:
+            (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        return summary
+
+
+def build_language_model(config: PretrainConfig, vocab: Vocabulary) -> BidirectionalLM:
+    torch.manual_seed(config.training.seed)
+    return BidirectionalLM(BiLM(config.model), vocab, config.softmax)
+
+
+def pretrain(config: PretrainConfig, resume: bool = False, lm: Optional[BidirectionalLM] = None, log: Callable[[str], None] = print) -> dict:
+    """Train (or, with ``lm`` given, fine-tune) a biLM as configured; returns the summary."""
+    if not config.data.train:
+        raise ValueError("data.train is empty: give the training text files (one tokenised sentence per line)")
+    if config.training.num_threads:
+        torch.set_num_threads(config.training.num_threads)
+    runtime = setup_runtime(config.training.device)
+    output_dir = Path(config.training.output_dir)
+    checkpoint = output_dir / "checkpoint"
+    if runtime.main:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        if not resume and checkpoint.exists():
+            raise FileExistsError(f"{checkpoint} exists: pass --resume to continue that run, or choose another training.output_dir")
+        config.save(output_dir / "config.json")
+    if lm is None:
+        lm = build_language_model(config, prepare_vocab(config, runtime, output_dir))
+    trainer = Trainer(config, lm, runtime, log=log if runtime.main else (lambda message: None))
+    if resume:
+        trainer.restore()
+    else:  # dropout masks: repeatable, different on every rank
+        torch.manual_seed(config.training.seed + 1000 * (runtime.rank + 1))
+    try:
+        return trainer.train()
+    finally:
+        if runtime.distributed:
+            dist.destroy_process_group()
