@@ -48,6 +48,10 @@ def test_model_dir_and_stateful(tmp_path, input_file, tiny_model_dir):
     assert result.exit_code == 0, result.output
     with h5py.File(out) as f:
         assert f["0"].shape == (3, 5, 32)
+    forget = runner.invoke(app, ["elmo", str(input_file), str(out), "--top", "--model", str(tiny_model_dir), "--forget-sentences"])
+    assert forget.exit_code == 0, forget.output
+    with h5py.File(out) as f:
+        assert "sentence_to_index" not in f and f["0"].shape == (5, 32)
 
 
 def test_bad_invocations(tmp_path, input_file, tiny_model_dir, tiny_anchor):

@@ -4,6 +4,7 @@ grouped bars, one group per word, next to the most-frequent-sense baseline."""
 from __future__ import annotations
 
 import pandas as pd
+import plotly.express as px
 import plotly.graph_objects as go
 
 
@@ -21,14 +22,15 @@ def probe_frame(results: list[dict]) -> pd.DataFrame:
 def probe_figure(results: list[dict]) -> go.Figure:
     frame = probe_frame(results)
     fig = go.Figure()
-    for layer, group in frame.groupby("layer", sort=False):
+    palette = px.colors.qualitative.D3
+    for index, (layer, group) in enumerate(frame.groupby("layer", sort=False)):
         is_baseline = layer == "MFS baseline"
         fig.add_bar(
             x=group["word"],
             y=group["accuracy"],
             name=layer,
             text=[f"{a:.3f}" for a in group["accuracy"]],
-            marker={"color": "lightgray", "line": {"color": "black", "width": 1}} if is_baseline else None,
+            marker={"color": "lightgray", "line": {"color": "black", "width": 1}} if is_baseline else {"color": palette[index % len(palette)]},
             hovertemplate="%{x} · " + layer + ": %{y:.3f}<extra></extra>",
         )
     fig.update_layout(

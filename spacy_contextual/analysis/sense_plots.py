@@ -52,6 +52,7 @@ def sense_scatter(frame: pd.DataFrame, color: str = "cluster", title: str = "", 
         color=color,
         category_orders={color: sorted(frame[color].unique())},
         custom_data=["occurrence", "context", "sense"],
+        color_discrete_sequence=px.colors.qualitative.D3,  # distinct hues (Streamlit's theme uses shades of two)
         title=title,
         height=height,
     )

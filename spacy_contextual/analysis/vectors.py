@@ -7,7 +7,7 @@ scalar mix, s = 0 and γ = 1: ELMo = Σ_j (1/L) · h_j, the mean of the layers.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, Union
+from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,14 @@ def occurrence_layers(embed: Embed, records: list[dict], occurrences: pd.DataFra
     return np.stack(
         [by_record[r][:, p] for r, p in zip(occurrences["record"], occurrences["position"])]
     ).astype(np.float32)
+
+
+def stack_layer_blocks(array: np.ndarray, blocks: Iterable[slice]) -> np.ndarray:
+    """(n, D) with the layers side by side (CoVe's [GloVe | CoVe-1 | CoVe-2]) → (n_layers, n, width),
+    a narrower block zero-padded on the right (cosine similarities and projections are unchanged)."""
+    parts = [array[:, block] for block in blocks]
+    width = max(part.shape[1] for part in parts)
+    return np.stack([np.pad(part, ((0, 0), (0, width - part.shape[1]))) for part in parts])
 
 
 def layer_options(n_layers: int) -> list[Layer]:

@@ -102,12 +102,24 @@ def bleu_command(
 def export_cove_command(
     mt_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="A cove-mt model directory"),
     out_dir: Path = typer.Argument(..., help="Where to write the cove-encoder directory"),
-    fp32: bool = typer.Option(False, "--fp32", help="Store float32 (default float16)"),
+    precision: str = typer.Option("float16", "--precision", help="float32, float16 or int8 (row-wise scaled matrices)"),
 ) -> None:
     """Truncate the MT model to its frozen encoder: MT-LSTM + source vocabulary + GloVe rows."""
-    import torch
-
     from ..formats.cove_dir import export_encoder
 
-    path = export_encoder(mt_dir, out_dir, None if fp32 else torch.float16)
+    path = export_encoder(mt_dir, out_dir, precision)
     typer.echo(f"wrote the CoVe encoder to {path}")
+
+
+@app.command("package-cove")
+def package_cove_command(
+    mt_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="A cove-mt model directory (e.g. a run's best/)"),
+    out_dir: Path = typer.Argument(..., help="Where to write the repacked cove-mt directory"),
+    precision: str = typer.Option("float16", "--precision", help="float32, float16 or int8 (row-wise scaled matrices)"),
+) -> None:
+    """Re-save a whole MT model at a smaller storage precision (how the bundled default is made)."""
+    from ..formats.cove_dir import load_translator, save_translator
+
+    model, source_vocab, target_vocab = load_translator(mt_dir)
+    path = save_translator(model, out_dir, source_vocab, target_vocab, precision)
+    typer.echo(f"wrote the CoVe MT model ({precision}) to {path}")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Optional
@@ -20,31 +20,24 @@ MAIN = Path(__file__).resolve().parent.parent / "dashboard" / "main.py"
 def run_dashboard(
     port: int = typer.Option(8501, help="port to serve on"),
     address: str = typer.Option("127.0.0.1", help="address to bind; 0.0.0.0 to serve other machines"),
-    elmo_model: Optional[Path] = typer.Option(None, help="ELMo model directory (default: the bundled model)"),
-    cove_model: Optional[Path] = typer.Option(None, help="CoVe model directory (default: the bundled model)"),
-    pipeline: Optional[Path] = typer.Option(None, help="trained spaCy pipeline shown on the Layer weights page"),
-    sense_data: Optional[Path] = typer.Option(None, help="folder of sense-labelled .jsonl(.gz) files"),
+    elmo_model: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="ELMo model directory (default: the bundled model)"),
+    cove_model: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="CoVe model directory (default: the bundled model)"),
+    pipeline: Optional[list[Path]] = typer.Option(None, exists=True, file_okay=False, help="trained spaCy pipeline for the Layer weights page (repeat to compare several)"),
+    sense_data: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="folder of sense-labelled .jsonl(.gz) files"),
     headless: bool = typer.Option(True, help="do not open a browser"),
 ) -> None:
     """Serve the dashboard: sense explorer, layer weights, CoVe attention, layer probe."""
-    try:
-        import streamlit  # noqa: F401
-    except ImportError:
-        raise typer.BadParameter("the dashboard needs streamlit: pip install 'spacy-contextual[app]'") from None
+    if importlib.util.find_spec("streamlit") is None:
+        raise typer.BadParameter("the dashboard needs streamlit: pip install 'spacy-contextual[app]'")
     env = dict(os.environ)
-    for name, value in (
-        (ELMO_MODEL_ENV, elmo_model),
-        (COVE_MODEL_ENV, cove_model),
-        (PIPELINE_ENV, pipeline),
-        (SENSE_DATA_ENV, sense_data),
-    ):
+    for name, value in ((ELMO_MODEL_ENV, elmo_model), (COVE_MODEL_ENV, cove_model), (SENSE_DATA_ENV, sense_data)):
         if value is not None:
-            if not value.exists():
-                raise typer.BadParameter(f"{value} does not exist")
             env[name] = str(value.resolve())
+    if pipeline:
+        env[PIPELINE_ENV] = os.pathsep.join(str(path.resolve()) for path in pipeline)
     command = [
         sys.executable, "-m", "streamlit", "run", str(MAIN),
         "--server.port", str(port), "--server.address", address,
         "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false",
     ]
-    raise typer.Exit(subprocess.call(command, env=env))
+    os.execve(sys.executable, command, env)  # become the server: signals and exit status are streamlit's

@@ -52,12 +52,15 @@ def elmo_command(
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     stateful: bool = typer.Option(False, "--stateful", help="Carry LSTM state across batches (AllenNLP behaviour)"),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda"),
+    forget_sentences: bool = typer.Option(
+        False, "--forget-sentences", help="Do not store sentence_to_index (its JSON holds the whole input text)"
+    ),
 ) -> None:
     """Embed every line of INPUT with ELMo; datasets are keyed "0", "1", ... by line index."""
     if sum((all_layers, top, average)) != 1:
         raise typer.BadParameter("choose exactly one of --all, --top, --average")
     embedder = load_embedder(options_file, weight_file, model, stateful=stateful, device=device)
-    sentence_to_index: dict[str, str] = {}
+    sentence_to_index: dict[str, str] = {}  # the only part that grows with the input: its text
     total = _count_lines(input_file)
     with h5py.File(output_file, "w") as out:
         sentences = _read_sentences(input_file)
@@ -72,10 +75,10 @@ def elmo_command(
                 data = layers.mean(axis=0)
             out.create_dataset(str(index), data=np.ascontiguousarray(data, dtype=np.float32))
             written += 1
-        with input_file.open(encoding="utf-8") as lines:
-            for index, line in enumerate(lines):
-                sentence_to_index[" ".join(line.split())] = str(index)
-        string_type = h5py.special_dtype(vlen=str)
-        dataset = out.create_dataset("sentence_to_index", (1,), dtype=string_type)
-        dataset[0] = json.dumps(sentence_to_index)
+        if not forget_sentences:
+            with input_file.open(encoding="utf-8") as lines:
+                for index, line in enumerate(lines):
+                    sentence_to_index[" ".join(line.split())] = str(index)
+            dataset = out.create_dataset("sentence_to_index", (1,), dtype=h5py.special_dtype(vlen=str))
+            dataset[0] = json.dumps(sentence_to_index)
     typer.echo(f"wrote {written} sentences to {output_file}")

@@ -10,7 +10,8 @@ from typing import Callable, Optional
 
 import streamlit as st
 
-from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV  # noqa: F401
+from ..analysis.vectors import stack_layer_blocks
+from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = ("elmo", "cove")
 MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
@@ -61,6 +62,11 @@ def load_encoder(kind: str, model: str):
             raise ModelUnavailable("CoVe is not part of this installation (spacy_contextual.embedders.cove is missing).")
         from ..embedders.cove import CoveEmbedder
 
+        if model == "default" and not (bundled_model_dir("cove") / "config.json").is_file():
+            raise ModelUnavailable(
+                f"The bundled CoVe model is not installed ({bundled_model_dir('cove')} is missing). Enter the path of a "
+                f"CoVe model directory in the sidebar, or set {COVE_MODEL_ENV}."
+            )
         try:
             return CoveEmbedder.load(None if model == "default" else model)
         except (OSError, ValueError, KeyError) as error:
@@ -69,6 +75,17 @@ def load_encoder(kind: str, model: str):
                 f"or set {COVE_MODEL_ENV}."
             ) from None
     raise ModelUnavailable(f"unknown encoder '{kind}': choose one of {', '.join(ENCODERS)}")
+
+
+def layered_embed(kind: str, model: str) -> Callable:
+    """The encoder as ``token lists -> arrays (n_layers, n, width)``; CoVe's layers are
+    0 = GloVe (zero-padded to the LSTM width), 1 = CoVe-1, 2 = CoVe-2."""
+    encoder = load_encoder(kind, model)
+    if kind == "elmo":
+        return encoder.embed_sentences
+    static, hidden = encoder.source_vectors.shape[1], encoder.encoder.output_dim
+    blocks = [slice(0, static), slice(static, static + hidden), slice(static + hidden, static + 2 * hidden)]
+    return lambda sentences: [stack_layer_blocks(a, blocks) for a in encoder.embed_sentences(sentences)]
 
 
 def encoder_picker(key: str) -> tuple[str, str]:
@@ -85,15 +102,6 @@ def encoder_or_stop(kind: str, model: str):
     try:
         return load_encoder(kind, model)
     except ModelUnavailable as error:
-        st.error(str(error))
-        st.stop()
-
-
-def run_or_stop(function: Callable, *args, errors: tuple = (ValueError,), **kwargs):
-    """Call ``function``; a user-input error becomes a message on the page and stops the run."""
-    try:
-        return function(*args, **kwargs)
-    except errors as error:
         st.error(str(error))
         st.stop()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from .common import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, bundled_model_dir, cove_available, default_model
+from .common import bundled_model_dir, cove_available, default_model
+from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV
 
 PAGES = [
     ("Sense explorer", "every occurrence of a word in a corpus, projected and clustered; static next to contextual; nearest occurrences; projector export"),

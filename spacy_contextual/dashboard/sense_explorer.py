@@ -16,7 +16,7 @@ from ..analysis.projection import project
 from ..analysis.projector_export import projector_zip
 from ..analysis.sense_plots import point_frame, sense_scatter, silhouette_figure
 from ..analysis.vectors import MIX, layer_options, occurrence_layers, select_layer
-from .common import encoder_or_stop, encoder_picker
+from .common import encoder_or_stop, encoder_picker, layered_embed
 from .corpus_picker import DEMO, corpus_picker
 
 KEY = "sense"
@@ -26,9 +26,7 @@ MAX_OCCURRENCES = 5000
 @st.cache_data(max_entries=8, show_spinner="Embedding the sentences…")
 def embed_occurrences(kind: str, model: str, corpus_digest: str, word: str, max_occurrences: int, _records, _occurrences) -> np.ndarray:
     """All layers of every occurrence; keyed by encoder, model, corpus and word (records are not hashed)."""
-    from .common import load_encoder
-
-    return occurrence_layers(load_encoder(kind, model).embed_sentences, _records, _occurrences)
+    return occurrence_layers(layered_embed(kind, model), _records, _occurrences)
 
 
 @st.cache_data(max_entries=32, show_spinner="Clustering…")
@@ -51,8 +49,10 @@ def render() -> None:
     records, digest, source = corpus_picker(KEY)
     words = corpus_words(records)
     with st.sidebar:
-        default_word = "play" if source == DEMO else (words[0] if words else "")
-        word = st.text_input("Word", value=default_word, key=f"{KEY}_word_{digest}").strip().lower()
+        if st.session_state.get(f"{KEY}_word_corpus") != digest:  # a new corpus starts at its own word
+            st.session_state[f"{KEY}_word_corpus"] = digest
+            st.session_state[f"{KEY}_word"] = "play" if source == DEMO else (words[0] if words else "")
+        word = st.text_input("Word", key=f"{KEY}_word").strip().lower()
         if source == DEMO:
             st.caption("Demo words: " + ", ".join(words))
         max_occurrences = st.number_input(
@@ -87,14 +87,16 @@ def render() -> None:
 
     vectors = select_layer(layers, layer)
     static = select_layer(layers, 0)
-    clustering = cached_cluster(vectors, method, k)
     request = (kind, model, digest, word, len(occurrences), str(layer), projection)
     if st.button(f"Project with {projection.upper()}", type="primary", key=f"{KEY}_run"):
         st.session_state[f"{KEY}_projected"] = request
     if st.session_state.get(f"{KEY}_projected") != request:
         st.info(f"{len(occurrences):,} occurrences ready. Press **Project with {projection.upper()}** to draw them.")
+        if projection == "umap":
+            st.caption("The first UMAP in a server process compiles numba code first (about a minute on 2 CPUs).")
         st.stop()
 
+    clustering = cached_cluster(vectors, method, k)
     contextual_frame = point_frame(records, occurrences, cached_projection(vectors, projection), clustering.labels)
     static_frame = point_frame(records, occurrences, cached_projection(static, projection), clustering.labels)
     left, right = st.columns(2)
@@ -108,10 +110,11 @@ def render() -> None:
         )
     with right:
         st.plotly_chart(
-            sense_scatter(static_frame, color, "static: layer 0, the same vector for every occurrence of a form"),
+            sense_scatter(static_frame, color, "static: GloVe (layer 0)" if kind == "cove" else "static: layer 0 (char CNN)"),
             key=f"{KEY}_static_chart",
             width="stretch",
         )
+        st.caption("Layer 0 sees the word alone: every occurrence of a word form gets the same vector.")
     summary = f"{clustering.k} cluster{'s' if clustering.k != 1 else ''} ({method}"
     summary += ", k by silhouette)" if clustering.silhouettes else ")"
     st.caption(summary + " · click a point to see its nearest occurrences")
@@ -123,7 +126,7 @@ def render() -> None:
     metadata = occurrences.assign(cluster=clustering.labels)[["token", "sense", "cluster", "sentence"]]
     st.download_button(
         "Export for the TensorFlow Embedding Projector (tensors.tsv + metadata.tsv)",
-        data=projector_zip(vectors, metadata, name=f"{word}-{kind}-layer-{layer}"),
+        data=lambda: projector_zip(vectors, metadata, name=f"{word}-{kind}-layer-{layer}"),  # built on click
         file_name=f"{word}_{kind}_layer_{layer}_projector.zip",
         mime="application/zip",
         key=f"{KEY}_export",
@@ -143,8 +146,9 @@ def render_neighbours(records, occurrences, vectors, clicked) -> None:
     st.subheader("Nearest occurrences (cosine, in the original space)")
     columns = st.columns([3, 1])
     choices = list(range(len(occurrences)))
-    if clicked is not None:
+    if clicked is not None and clicked != st.session_state.get(f"{KEY}_last_click"):  # a new click, not a kept selection
         st.session_state[f"{KEY}_query"] = clicked
+    st.session_state[f"{KEY}_last_click"] = clicked
     query = columns[0].selectbox(
         "Occurrence",
         choices,

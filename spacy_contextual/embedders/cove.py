@@ -20,8 +20,8 @@ from ..formats.cove_dir import MT_KIND, load_encoder, load_translator, model_kin
 from ..formats.cove_pth import load_cove_pth
 from ..formats.vectors import load_vectors
 from ..models.mtlstm import MTLSTM
-from ..models.seq2seq import Translator
-from ..training.mt_data import SPECIALS, UNK_ID, Vocab, detokenize, pad, tokenize
+from ..models.seq2seq import Translator, translate_all
+from ..training.mt_data import SPECIALS, Vocab, detokenize, pad, tokenize
 
 PathLike = Union[str, Path]
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "cove"
@@ -124,24 +124,13 @@ class CoveEmbedder:
         beam = 1 is greedy (batched); beam > 1 runs beam search sentence by sentence."""
         if self.translator is None or self.target_vocab is None:
             raise RuntimeError("this CoVe model is an encoder only; translation needs a 'cove-mt' model directory (the default has one)")
-        if beam < 1:
-            raise ValueError(f"beam must be >= 1, got {beam}")
         sources = [tokenize(s) if isinstance(s, str) else [t.lower() for t in s] for s in sentences]
-        out: list[Optional[Translated]] = [None] * len(sources)
-        for index, source in enumerate(sources):
-            if not source:
-                out[index] = Translated([], np.zeros((0, 0), dtype=np.float32), [], "")
-        todo = sorted((i for i in range(len(sources)) if sources[i]), key=lambda i: len(sources[i]))
-        for start in range(0, len(todo), batch_size if beam == 1 else 1):
-            chunk = todo[start : start + (batch_size if beam == 1 else 1)]
-            ids, lengths = pad([self.vocab.encode(sources[i]) for i in chunk])
-            ids = ids.to(self.device)
-            if beam == 1:
-                results = self.translator.greedy(ids, lengths, max_length)
-            else:
-                results = [self.translator.beam_search(ids, int(lengths[0]), beam, alpha, max_length)]
-            for index, result in zip(chunk, results):
-                tokens = self.target_vocab.decode(result.ids)
-                attention = result.attention[: len(tokens)].float().numpy()
-                out[index] = Translated(tokens, attention, sources[index], detokenize(tokens))
-        return out  # type: ignore[return-value]
+        results = translate_all(self.translator, [self.vocab.encode(s) for s in sources], beam, alpha, max_length, batch_size)
+        out = []
+        for source, result in zip(sources, results):
+            if result is None:
+                out.append(Translated([], np.zeros((0, 0), dtype=np.float32), [], ""))
+                continue
+            tokens = self.target_vocab.decode(result.ids)
+            out.append(Translated(tokens, result.attention[: len(tokens)].float().numpy(), source, detokenize(tokens)))
+        return out

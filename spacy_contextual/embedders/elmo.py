@@ -42,7 +42,7 @@ class ElmoEmbedder:
         bilm: BiLM,
         device: Union[str, torch.device] = "cpu",
         max_batch_tokens: int = 4096,
-        token_cache_size: int = 100_000,
+        token_cache_size: int = 50_000,
         autocast_dtype: Optional[torch.dtype] = None,
     ):
         self.device = torch.device(device)

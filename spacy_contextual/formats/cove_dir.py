@@ -8,10 +8,15 @@ kind "cove-encoder": the truncated model (design document 000, step 5): the MT-L
 published ``nn.LSTM`` key names (prefix ``encoder.``), the source vocabulary and its GloVe rows
 (``source_vectors``). A "cove-mt" directory contains everything an encoder needs, so
 ``load_encoder`` reads either kind.
+
+Storage precision: "float32", "float16", or "int8" (every matrix stored as int8 with one float32
+scale per row, w = q * absmax_row / 127, in ``<name>.int8_scale``; vectors stay float16). Loading
+always gives float32 modules.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional, Union
 
@@ -24,22 +29,58 @@ from .model_dir import CONFIG_NAME, load_tensors, load_vocab, read_model_config,
 PathLike = Union[str, Path]
 MT_KIND, ENCODER_KIND = "cove-mt", "cove-encoder"
 TARGET_VOCAB_NAME = "target_vocab.txt"
+PRECISIONS = ("float32", "float16", "int8")
+SCALE_SUFFIX = ".int8_scale"
+
+
+def _stored(tensors: dict[str, torch.Tensor], precision: str) -> dict[str, torch.Tensor]:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision != "int8":
+        return {k: v.to(getattr(torch, precision)) if v.is_floating_point() else v for k, v in tensors.items()}
+    out = {}
+    for name, value in tensors.items():
+        if value.is_floating_point() and value.dim() == 2:
+            scale = value.abs().amax(dim=1).clamp(min=1e-12) / 127.0
+            out[name] = torch.round(value / scale[:, None]).clamp(-127, 127).to(torch.int8)
+            out[name + SCALE_SUFFIX] = scale.float()
+        else:
+            out[name] = value.half() if value.is_floating_point() else value
+    return out
+
+
+def _load_weights(path: PathLike) -> dict[str, torch.Tensor]:
+    """float32 tensors, int8 matrices multiplied back by their row scales."""
+    tensors = load_tensors(path)
+    for scale_name in [k for k in tensors if k.endswith(SCALE_SUFFIX)]:
+        name = scale_name[: -len(SCALE_SUFFIX)]
+        tensors[name] = tensors[name].float() * tensors.pop(scale_name)[:, None]
+    return tensors
 
 
 def save_translator(
     model: Translator, path: PathLike, source_vocab: list[str], target_vocab: list[str],
-    dtype: Optional[torch.dtype] = None, info: Optional[dict] = None,
+    precision: str = "float32", info: Optional[dict] = None,
 ) -> Path:
-    out = save_model_dir(path, MT_KIND, {"model": model.config.to_dict(), "info": info or {}}, model.state_dict(), source_vocab, dtype)
+    tensors = {k: v for k, v in model.state_dict().items() if k not in _tied_keys(model.config)}
+    config = {"model": model.config.to_dict(), "precision": precision, "info": info or {}}
+    out = save_model_dir(path, MT_KIND, config, _stored(tensors, precision), source_vocab)
     (out / TARGET_VOCAB_NAME).write_text("\n".join(target_vocab) + "\n", encoding="utf-8")
     return out
+
+
+def _tied_keys(config: Seq2SeqConfig) -> set[str]:
+    """State-dict entries that alias another tensor and are therefore not stored."""
+    return {"decoder.output.weight"} if config.tie_embeddings else set()
 
 
 def load_translator(path: PathLike) -> tuple[Translator, list[str], list[str]]:
     """(model in eval mode, source vocabulary, target vocabulary) from a "cove-mt" directory."""
     config = Seq2SeqConfig.from_dict(read_model_config(path, MT_KIND)["model"])
     model = Translator(config)
-    model.load_state_dict(load_tensors(path))
+    missing, unexpected = model.load_state_dict(_load_weights(path), strict=False)
+    if set(missing) != _tied_keys(config) or unexpected:
+        raise ValueError(f"{path}: weights do not match the config: missing {sorted(set(missing) - _tied_keys(config))}, unexpected {unexpected}")
     target_path = Path(path) / TARGET_VOCAB_NAME
     if not target_path.is_file():
         raise FileNotFoundError(f"{target_path} is missing: a cove-mt directory needs its German vocabulary")
@@ -47,24 +88,22 @@ def load_translator(path: PathLike) -> tuple[Translator, list[str], list[str]]:
     return model.eval(), load_vocab(path), target_vocab
 
 
-def export_encoder(mt_path: PathLike, out_path: PathLike, dtype: Optional[torch.dtype] = torch.float16) -> Path:
+def export_encoder(mt_path: PathLike, out_path: PathLike, precision: str = "float16") -> Path:
     """Truncate a "cove-mt" directory to a "cove-encoder" directory (decoder and output layer dropped)."""
     model, source_vocab, _ = load_translator(mt_path)
-    return save_encoder(model.encoder, model.source_vectors, source_vocab, out_path, dtype)
+    return save_encoder(model.encoder, model.source_vectors, source_vocab, out_path, precision)
 
 
-def save_encoder(encoder: MTLSTM, source_vectors: torch.Tensor, vocab: list[str], path: PathLike, dtype: Optional[torch.dtype] = None) -> Path:
+def save_encoder(encoder: MTLSTM, source_vectors: torch.Tensor, vocab: list[str], path: PathLike, precision: str = "float32") -> Path:
     if len(vocab) != source_vectors.shape[0]:
         raise ValueError(f"{len(vocab)} vocabulary words but {source_vectors.shape[0]} vector rows")
     tensors = {f"encoder.{k}": v for k, v in encoder.published_state_dict().items()}
     tensors["source_vectors"] = source_vectors
-    config = {"input_dim": encoder.input_dim, "hidden_dim": encoder.hidden_dim, "num_layers": encoder.num_layers}
-    return save_model_dir(path, ENCODER_KIND, config, tensors, vocab, dtype)
+    config = {"input_dim": encoder.input_dim, "hidden_dim": encoder.hidden_dim, "num_layers": encoder.num_layers, "precision": precision}
+    return save_model_dir(path, ENCODER_KIND, config, _stored(tensors, precision), vocab)
 
 
 def model_kind(path: PathLike) -> str:
-    import json
-
     config_path = Path(path) / CONFIG_NAME
     if not config_path.is_file():
         raise FileNotFoundError(f"{path} is not a CoVe model directory (no {CONFIG_NAME})")
@@ -77,7 +116,7 @@ def load_encoder(path: PathLike) -> tuple[MTLSTM, torch.Tensor, list[str]]:
         model, vocab, _ = load_translator(path)
         return model.encoder.eval(), model.source_vectors, vocab
     config = read_model_config(path, ENCODER_KIND)
-    tensors = load_tensors(path)
+    tensors = _load_weights(path)
     encoder = MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"])
     encoder.load_published_state_dict({k[len("encoder."):]: v for k, v in tensors.items() if k.startswith("encoder.")})
     return encoder.eval(), tensors["source_vectors"], load_vocab(path)

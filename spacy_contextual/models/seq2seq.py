@@ -19,7 +19,7 @@ states through a linear bridge per layer (the paper's decoder is 600 wide and co
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -41,6 +41,7 @@ class Seq2SeqConfig:
     decoder_hidden: int = 256
     decoder_layers: int = 2
     attention_form: str = "paper"
+    tie_embeddings: bool = False  # W_out shares the target embedding matrix (needs attentional_dim == target_embedding_dim)
     dropout: float = 0.2
     pad_id: int = 0
     bos_id: int = 2
@@ -49,6 +50,11 @@ class Seq2SeqConfig:
     def __post_init__(self):
         if self.attention_form not in ATTENTION_FORMS:
             raise ValueError(f"attention_form must be one of {ATTENTION_FORMS}, got {self.attention_form!r}")
+        if self.tie_embeddings and self.attentional_dim != self.target_embedding_dim:
+            raise ValueError(
+                f"tie_embeddings needs the attentional state ({self.attentional_dim}-d with attention_form="
+                f"{self.attention_form!r}) to be as wide as target_embedding_dim ({self.target_embedding_dim})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +102,8 @@ class AttentionDecoder(nn.Module):
         else:
             self.combine = nn.Linear(memory_dim, c.decoder_hidden)  # W2 on c_t
         self.output = nn.Linear(c.attentional_dim, c.target_vocab_size)  # W_out, b_out
+        if c.tie_embeddings:
+            self.output.weight = self.embedding.weight
         self.dropout = nn.Dropout(c.dropout)
 
     def initial_state(self, final_hidden: list[torch.Tensor], final_cell: list[torch.Tensor]) -> DecoderState:
@@ -243,6 +251,35 @@ class Translator(nn.Module):
             live_scores = torch.tensor(next_scores, device=source.device)
             previous = torch.tensor(next_ids, device=source.device)
         return max(finished, key=lambda pair: pair[0])[1]
+
+
+def translate_all(
+    model: Translator, sources: Sequence[Sequence[int]], beam: int = 1, alpha: float = 0.6, max_length: int = 100, batch_size: int = 64
+) -> list[Optional[Translation]]:
+    """Source id lists -> translations in input order (None for an empty source).
+
+    Sorted by length; beam = 1 decodes greedily in batches, beam > 1 one sentence at a time."""
+    if beam < 1:
+        raise ValueError(f"beam must be >= 1, got {beam}")
+    model.eval()
+    device = model.source_vectors.device
+    out: list[Optional[Translation]] = [None] * len(sources)
+    order = sorted((i for i in range(len(sources)) if len(sources[i]) > 0), key=lambda i: len(sources[i]))
+    step = batch_size if beam == 1 else 1
+    for start in range(0, len(order), step):
+        chunk = order[start : start + step]
+        lengths = torch.tensor([len(sources[i]) for i in chunk])
+        ids = torch.full((len(chunk), int(lengths.max())), model.config.pad_id, dtype=torch.long)
+        for row, index in enumerate(chunk):
+            ids[row, : len(sources[index])] = torch.tensor(list(sources[index]), dtype=torch.long)
+        ids = ids.to(device)
+        if beam == 1:
+            results = model.greedy(ids, lengths, max_length)
+        else:
+            results = [model.beam_search(ids, int(lengths[0]), beam, alpha, max_length)]
+        for index, result in zip(chunk, results):
+            out[index] = result
+    return out
 
 
 def length_penalty(length: int, alpha: float) -> float:

@@ -4,7 +4,9 @@ Importing this package registers the factories, architectures and loaders (the p
 points do the same for spaCy, so no ``--code`` is needed).
 """
 
-from .architectures import elmo_listener_v1, elmo_tok2vec_v1
+from .architectures import cove_listener_v1, cove_tok2vec_v1, elmo_listener_v1, elmo_tok2vec_v1
+from .cove_component import Cove, make_cove
+from .cove_encoder import CoveLayers, cove_encoder_v1, cove_model_dir_loader, cove_pth_loader
 from .doc_data import ContextualData, install_extensions
 from .elmo_component import Elmo, make_elmo
 from .elmo_encoder import elmo_bilm_tf_loader, elmo_encoder_v1, elmo_model_dir_loader
@@ -13,6 +15,14 @@ from .vector_hooks import layer_source, set_vector_hooks, tensor_source
 
 __all__ = [
     "ContextualData",
+    "Cove",
+    "CoveLayers",
+    "cove_encoder_v1",
+    "cove_listener_v1",
+    "cove_model_dir_loader",
+    "cove_pth_loader",
+    "cove_tok2vec_v1",
+    "make_cove",
     "Elmo",
     "elmo_bilm_tf_loader",
     "elmo_encoder_v1",

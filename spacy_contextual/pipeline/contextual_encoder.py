@@ -17,7 +17,7 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d
 
 from .encoder_shim import EncoderShim
-from .segments import doc_segments, plan_batches
+from .segments import Segment, doc_segments, plan_batches
 
 
 def ContextualEncoder(
@@ -31,10 +31,15 @@ def ContextualEncoder(
         init=init,
         shims=[shim],
         dims={"nO": None, "nL": None},
-        attrs={"window": window, "max_batch_tokens": max_batch_tokens, "stateful": stateful, "frozen": True},
+        attrs={
+            "window": window,
+            "max_batch_tokens": max_batch_tokens,
+            "stateful": stateful,
+            "frozen": True,  # the component's setting replaces this
+            "layer_widths": None,  # set with the weights
+            "loader": None,  # private encoders (ElmoTok2Vec.v1) load their weights at initialize
+        },
     )
-    if shim.loaded:
-        set_encoder_dims(model)
     return model
 
 
@@ -52,6 +57,7 @@ def set_encoder_dims(model: Model) -> None:
     shim = get_shim(model)
     for dim, value in (("nO", shim.width), ("nL", len(shim.layer_names))):
         model.set_dim(dim, value, force=True)  # new weights may replace ones of another shape
+    model.attrs["layer_widths"] = shim.layer_widths
 
 
 def init(model: Model, X=None, Y=None) -> None:
@@ -71,7 +77,12 @@ def forward(model: Model, docs: List[Doc], is_train: bool):
         module.eval()
     widths, width = shim.layer_widths, shim.width
     outputs = [model.ops.alloc3f(len(widths), len(doc), width) for doc in docs]
-    segments = [seg for index, doc in enumerate(docs) for seg in doc_segments(doc, index, model.attrs["window"])]
+    segments = []
+    for index, doc in enumerate(docs):
+        doc_segs = list(doc_segments(doc, index, model.attrs["window"]))
+        if not doc_segs and model.attrs["stateful"]:
+            doc_segs = [Segment(index, ())]  # a stateful row per doc, as in the reference, even if empty
+        segments.extend(doc_segs)
     batches = plan_batches(segments, model.attrs["max_batch_tokens"], keep_order=model.attrs["stateful"])
     callbacks = []
     for batch in batches:

@@ -21,6 +21,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 from thinc.types import Floats3d
 
+from .architectures import replace_listener_cfg
 from .contextual_encoder import get_shim, load_encoder
 from .doc_data import ContextualData, install_extensions
 from .listener import ContextualListener
@@ -60,6 +61,10 @@ class ContextualPipe(TrainablePipe):
             "vector_layer": vector_layer,
         }
         self.model.attrs["frozen"] = frozen
+        # nlp.replace_listeners: the private variant's config carries this component's setting
+        self.model.attrs["replace_listener_cfg"] = lambda encoder_cfg, listener_cfg: replace_listener_cfg(
+            encoder_cfg, listener_cfg, frozen=self.frozen
+        )
         install_extensions()
 
     @property
@@ -84,8 +89,10 @@ class ContextualPipe(TrainablePipe):
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
+        # spaCy links listeners again at the end of nlp.initialize: shape inference is over
+        listener.end_shape_pass()
         if get_shim(self.model).loaded:
-            listener.set_upstream_dims(self.model.get_dim("nO"), self.model.get_dim("nL"))
+            listener.set_upstream_dims(self.model)
 
     def remove_listener(self, listener: ContextualListener, component_name: str) -> bool:
         if listener in self.listener_map.get(component_name, []):
@@ -125,7 +132,8 @@ class ContextualPipe(TrainablePipe):
             if store == "all":
                 doc._.set(self.extension, data)
             elif store == "mixed":
-                doc._.set(self.extension, ContextualData(data.token_vectors(layer)[None], ["mixed"]))
+                name = "mean" if layer is None else names[layer]
+                doc._.set(self.extension, ContextualData(data.token_vectors(layer)[None], [name]))
             if self.cfg["set_doc_tensor"]:
                 doc.tensor = data.token_vectors(layer)
             if self.cfg["vector_hooks"]:
@@ -196,7 +204,7 @@ class ContextualPipe(TrainablePipe):
             load_encoder(self.model, (loader or self.default_loader())())
         self.model.initialize()
         for listener in self.listeners:
-            listener.set_upstream_dims(self.model.get_dim("nO"), self.model.get_dim("nL"))
+            listener.set_upstream_dims(self.model)
         if nlp is not None:
             for index, (_, component) in enumerate(nlp.pipeline):
                 if component is self:

@@ -22,7 +22,6 @@ from spacy.tokens import Doc
 from thinc.api import Config, Model
 from thinc.types import Floats3d
 
-from .architectures import replace_listener_cfg
 from .contextual_pipe import ContextualPipe
 from .elmo_encoder import elmo_model_dir_loader
 
@@ -66,11 +65,7 @@ def make_elmo(
     the "mixed" vector, or "none" on ``doc._.elmo_data``; ``set_doc_tensor``: the mixed vector in
     ``doc.tensor``; ``vector_hooks``: contextual token/span/doc vectors and similarity;
     ``vector_layer``: the layer those use (null = mean of all layers)."""
-    pipe = Elmo(
+    return Elmo(
         nlp.vocab, model, name,
         frozen=frozen, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
     )  # fmt: skip
-    model.attrs["replace_listener_cfg"] = lambda encoder_cfg, listener_cfg: replace_listener_cfg(
-        encoder_cfg, listener_cfg, frozen=pipe.frozen
-    )
-    return pipe

@@ -22,7 +22,7 @@ from ..embedders.elmo import default_model_path
 from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..models.bilm import BiLM, BiLMConfig, BiLMOutput
-from ..models.chars import batch_to_ids
+from ..models.chars import MAX_CHARACTERS_PER_TOKEN, token_to_char_ids
 from .contextual_encoder import ContextualEncoder
 from .encoder_shim import EncoderShim, optional_str
 
@@ -48,7 +48,13 @@ class BiLMShim(EncoderShim):
         return BiLM(BiLMConfig.from_dict(config["bilm"]))
 
     def prepare_inputs(self, words: Sequence[Sequence[str]]) -> ArgsKwargs:
-        return ArgsKwargs(args=(batch_to_ids(words).to(self.device),), kwargs={})
+        """``batch_to_ids(words)``, built from each distinct word's ids once (one tensor per batch)."""
+        vocabulary = list(dict.fromkeys(word for sentence in words for word in sentence))
+        row_of = {word: row for row, word in enumerate(vocabulary, 1)}  # row 0: padding
+        table = torch.tensor([[0] * MAX_CHARACTERS_PER_TOKEN] + [token_to_char_ids(w) for w in vocabulary])
+        steps = max(len(sentence) for sentence in words)
+        index = torch.tensor([[row_of[w] for w in sentence] + [0] * (steps - len(sentence)) for sentence in words])
+        return ArgsKwargs(args=(table[index].to(self.device),), kwargs={})
 
     def token_layers(self, output: BiLMOutput) -> torch.Tensor:
         return torch.stack(output.activations, dim=1)[:, :, 1:-1]  # drop <S> and the last </S> column

@@ -20,8 +20,14 @@ LAYER_NORM_EPS = 1e-6
 
 
 def LayerMix(
-    nL: int | None = None, *, layer_norm: bool = False, layer_dropout: float = 0.0, grad_factor: float = 1.0
+    nL: int | None = None,
+    *,
+    layer_norm: bool = False,
+    layer_dropout: float = 0.0,
+    grad_factor: float = 1.0,
+    width: int | None = None,
 ) -> Model[List[Floats3d], List[Floats2d]]:
+    """``width``: when given, the layers must have it (a listener without projection promises it)."""
     if not 0.0 <= layer_dropout < 1.0:
         raise ValueError(f"layer_dropout must be in [0, 1), got {layer_dropout}")
     return Model(
@@ -29,7 +35,7 @@ def LayerMix(
         forward,
         init=init,
         params={"s": None, "gamma": None},
-        dims={"nL": nL},
+        dims={"nL": nL, "nO": width},
         attrs={"layer_norm": layer_norm, "layer_dropout": layer_dropout, "grad_factor": grad_factor},
     )
 
@@ -55,9 +61,15 @@ def layer_weights(model: Model) -> dict[str, object]:
 def forward(model: Model, Xs: List[Floats3d], is_train: bool):
     ops, xp = model.ops, model.ops.xp
     n_layers = model.get_dim("nL")
+    width = model.maybe_get_dim("nO")
     for X in Xs:
         if X.shape[0] != n_layers:
             raise ValueError(f"the layer mix was built for {n_layers} layers but got {X.shape[0]}")
+        if width is not None and X.shape[2] != width:
+            raise ValueError(
+                f"the listener has width = {width} and project = false, but the encoder gives {X.shape[2]}-d "
+                "vectors: set width to that or project = true"
+            )
     lengths = [X.shape[1] for X in Xs]
     if not Xs:
         return [], lambda dYs: []
@@ -79,7 +91,7 @@ def forward(model: Model, Xs: List[Floats3d], is_train: bool):
     def backprop(dYs: List[Floats2d]) -> List[Floats3d]:
         dY = xp.concatenate(dYs, axis=0)
         inner = (H * dY[None]).sum(axis=(1, 2))  # <h_j, dY> per layer
-        model.inc_grad("gamma", xp.asarray([(shares * inner).sum()], dtype="float32"))
+        model.inc_grad("gamma", (shares * inner).sum().reshape(1).astype("float32"))
         d_shares = gamma * inner
         model.inc_grad("s", (shares * (d_shares - (shares * d_shares).sum())).astype("float32"))
         grad_factor = model.attrs["grad_factor"]

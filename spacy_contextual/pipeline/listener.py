@@ -20,7 +20,9 @@ class ContextualListener(Model):
     name = "contextual_listener"
 
     def __init__(self, kind: str, upstream_name: str):
-        Model.__init__(self, name=self.name, forward=forward, init=init, dims={"nO": None, "nL": None})
+        Model.__init__(
+            self, name=self.name, forward=forward, init=init, dims={"nO": None, "nL": None}, attrs={"layer_widths": None}
+        )
         self.kind = kind  # "elmo" or "cove": only a pipe of that kind binds this listener
         self.upstream_name = upstream_name
         self._batch_id: Optional[int] = None
@@ -56,14 +58,20 @@ class ContextualListener(Model):
         self._batch_id = self._outputs = self._backprop = None
         return result
 
-    def set_upstream_dims(self, width: int, n_layers: int) -> None:
-        self.set_dim("nO", width, force=True)
-        self.set_dim("nL", n_layers, force=True)
+    def end_shape_pass(self) -> None:
+        self._shape_pass = False
+
+    def set_upstream_dims(self, encoder: Model) -> None:
+        """Width, layer count and per-layer widths of the upstream encoder's output."""
+        self.set_dim("nO", encoder.get_dim("nO"), force=True)
+        self.set_dim("nL", encoder.get_dim("nL"), force=True)
+        self.attrs["layer_widths"] = encoder.attrs["layer_widths"]
 
 
 def init(model: ContextualListener, X=None, Y=None) -> None:
-    # spaCy components infer shapes by running the model once on un-annotated example docs
-    # right after this; that one pass gets zeros instead of an error (see _annotated_layers).
+    # spaCy components infer shapes by running the model on un-annotated example docs right after
+    # this; until the upstream links the listener again (end of nlp.initialize) or real data
+    # arrives, those passes get zeros instead of an error (see _annotated_layers).
     model._shape_pass = X is not None
 
 
@@ -73,18 +81,23 @@ def forward(model: ContextualListener, docs: List[Doc], is_train: bool):
         return model._outputs, model.backprop_and_clear
     # Predicting, or training while the upstream is not updated (frozen_components/annotating):
     # the upstream component annotated the docs.
-    outputs = [_annotated_layers(model, doc) for doc in docs]
+    outputs = [_annotated_layers(model, doc, is_train) for doc in docs]
     return outputs, lambda d_outputs: []
 
 
-def _annotated_layers(model: ContextualListener, doc: Doc) -> Floats3d:
+def _annotated_layers(model: ContextualListener, doc: Doc, is_train: bool) -> Floats3d:
     data = doc._.get(model.extension) if Doc.has_extension(model.extension) else None
     if data is None:
         if model._shape_pass and model.has_dim("nO") and model.has_dim("nL"):
             return model.ops.alloc3f(model.get_dim("nL"), len(doc), model.get_dim("nO"))
+        hint = (
+            f"in training, a '{model.kind}' listed in [training] frozen_components must also be in "
+            f"annotating_components (or use the component's own setting frozen = true instead)"
+            if is_train
+            else "is it disabled or missing?"
+        )
         raise ValueError(
-            f"doc._.{model.extension} is not set: the '{model.kind}' component must run before "
-            "this component (is it disabled or missing?)"
+            f"doc._.{model.extension} is not set: the '{model.kind}' component must run before this component; {hint}"
         )
     if model.has_dim("nL") and data.n_layers != model.get_dim("nL"):
         raise ValueError(

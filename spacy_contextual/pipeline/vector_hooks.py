@@ -37,7 +37,9 @@ def tensor_source(doc: Doc) -> Floats2d:
     return doc.tensor
 
 
-def set_vector_hooks(doc: Doc, source: VectorSource = layer_source()) -> None:
+def set_vector_hooks(doc: Doc, source: Optional[VectorSource] = None) -> None:
+    """Install the hooks on ``doc``; ``source`` defaults to the mean of ``doc._.elmo_data``'s layers."""
+    source = source or layer_source()
     cache: dict = {}
 
     def token_matrix(doc_: Doc) -> Floats2d:

@@ -17,16 +17,15 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Sequence, Union
 
-import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from ..formats.cove_dir import load_translator, save_translator
 from ..formats.vectors import load_vectors
-from ..models.seq2seq import Seq2SeqConfig, Translator
+from ..models.seq2seq import Seq2SeqConfig, Translator, translate_all
 from .mt_data import SPECIALS, Vocab, batches, build_vocab, detokenize, read_lines, read_parallel, tokenize
 
 PathLike = Union[str, Path]
@@ -57,48 +56,45 @@ def bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> Bleu
 
 def translate_ids(
     model: Translator, source_vocab: Vocab, target_vocab: Vocab, sources: Sequence[Sequence[str]],
-    beam: int = 1, alpha: float = 0.6, batch_size: int = 64, max_length: int = 100, progress: bool = False,
+    beam: int = 1, alpha: float = 0.6, max_length: int = 100,
 ) -> list[list[str]]:
-    """Token lists in, German token lists out, input order kept (greedy batched, beam per sentence)."""
-    from ..models.seq2seq import Translation  # noqa: F401  (type of the model's results)
-    from .mt_data import pad
-
-    model.eval()
-    out: list[list[str]] = [[] for _ in sources]
-    order = sorted((i for i in range(len(sources)) if sources[i]), key=lambda i: len(sources[i]))
-    step = batch_size if beam == 1 else 1
-    for start in tqdm(range(0, len(order), step), desc=f"translate (beam {beam})", disable=not progress, mininterval=5):
-        chunk = order[start : start + step]
-        ids, lengths = pad([source_vocab.encode(sources[i]) for i in chunk])
-        results = model.greedy(ids, lengths, max_length) if beam == 1 else [model.beam_search(ids, int(lengths[0]), beam, alpha, max_length)]
-        for index, result in zip(chunk, results):
-            out[index] = target_vocab.decode(result.ids)
-    return out
+    """Token lists in, German token lists out, in input order."""
+    results = translate_all(model, [source_vocab.encode(s) for s in sources], beam, alpha, max_length)
+    return [[] if r is None else target_vocab.decode(r.ids) for r in results]
 
 
 def evaluate_bleu(model_dir: PathLike, source_file: PathLike, reference_file: PathLike, beam: int = 1, alpha: float = 0.6) -> BleuResult:
     model, source_vocab, target_vocab = load_translator(model_dir)
     sources = [tokenize(line) for line in read_lines(source_file)]
-    hypotheses = translate_ids(model, Vocab(source_vocab), Vocab(target_vocab), sources, beam, alpha, progress=True)
+    hypotheses = translate_ids(model, Vocab(source_vocab), Vocab(target_vocab), sources, beam, alpha)
     return bleu(hypotheses, read_lines(reference_file))
 
 
 # -- data ---------------------------------------------------------------------------------------
 
 
-def source_vocabulary(train_sources: Sequence[Sequence[str]], glove_path: PathLike, oov: str, min_count: int, seed: int) -> tuple[list[str], torch.Tensor]:
-    """English vocabulary and its fixed 300-d rows (specials: zero)."""
+def source_vocabulary(
+    train_sources: Sequence[Sequence[str]], glove_path: PathLike, oov: str, min_count: int, seed: int, input_std: float = 0.0
+) -> tuple[list[str], torch.Tensor]:
+    """English vocabulary and its fixed 300-d rows (specials: zero).
+
+    ``input_std > 0`` multiplies the GloVe rows by one scalar so that their per-dimension standard
+    deviation is ``input_std`` (GloVe 840B has about 0.4): directions and neighbours are unchanged,
+    but vectors trained briefly on a small corpus are an order of magnitude smaller than that, which
+    starves the encoder's input gates at the usual uniform(+-0.1) initialisation."""
     if oov not in ("zero", "random"):
         raise ValueError(f"oov must be 'zero' or 'random', got {oov!r}")
     candidates = build_vocab(train_sources, min_count)[len(SPECIALS):]
     static = load_vectors(glove_path, vocab=candidates)
     index = static.index()
     words = [w for w in candidates if w in index] if oov == "zero" else candidates
+    found = [index[w] for w in words if w in index]
+    scale = input_std / float(static.vectors[found].std()) if input_std > 0 and found else 1.0
     table = torch.zeros(len(SPECIALS) + len(words), static.dim)
     generator = torch.Generator().manual_seed(seed)
     for row, word in enumerate(words, start=len(SPECIALS)):
         if word in index:
-            table[row] = torch.from_numpy(static.vectors[index[word]])
+            table[row] = torch.from_numpy(static.vectors[index[word]]) * scale
         else:
             table[row] = torch.rand(static.dim, generator=generator) * 0.2 - 0.1
     return SPECIALS + words, table
@@ -168,7 +164,9 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
     else:
         if resume:
             tqdm.write(f"--resume: no checkpoint in {last}, starting from scratch")
-        source_words, vectors = source_vocabulary([s for s, _ in train_pairs], paths["glove"], vocab_cfg["oov"], vocab_cfg["source_min_count"], seed)
+        source_words, vectors = source_vocabulary(
+            [s for s, _ in train_pairs], paths["glove"], vocab_cfg["oov"], vocab_cfg["source_min_count"], seed, vocab_cfg.get("input_std", 0.0)
+        )
         target_words = build_vocab([t for _, t in train_pairs], vocab_cfg["target_min_count"])
         model_config = Seq2SeqConfig(len(source_words), len(target_words), **model_cfg)
         if vectors.shape[1] != model_config.embedding_dim:
@@ -225,7 +223,7 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
             state["seconds"] += time.perf_counter() - started
             state["tokens"] += int(lengths.sum()) + n
             state["batch"], state["step"] = number + 1, state["step"] + 1
-            loss_sum, token_sum = loss_sum + float(loss), token_sum + n
+            loss_sum, token_sum = loss_sum + loss.item(), token_sum + n
             bar.update(1)
             bar.set_postfix(ppl=f"{math.exp(loss_sum / token_sum):.1f}", lr=state["lr"], refresh=False)
             if eval_every and state["step"] % eval_every == 0:

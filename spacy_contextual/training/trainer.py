@@ -245,6 +245,7 @@ class Trainer:
             "valid": final,
         }
         if self.runtime.main:
+            self.lm.save(self.output_dir / "model", info={"valid_perplexity": final, "train_tokens": self.state["tokens"], "step": self.state["step"]})
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
@@ -267,7 +268,7 @@ def pretrain(config: PretrainConfig, resume: bool = False, lm: Optional[Bidirect
         output_dir.mkdir(parents=True, exist_ok=True)
         if not resume and checkpoint.exists():
             raise FileExistsError(f"{checkpoint} exists: pass --resume to continue that run, or choose another training.output_dir")
-        config.save(output_dir / "config.json")
+        config.save(output_dir / "pretrain_config.json")
     if lm is None:
         lm = build_language_model(config, prepare_vocab(config, runtime, output_dir))
     trainer = Trainer(config, lm, runtime, log=log if runtime.main else (lambda message: None))

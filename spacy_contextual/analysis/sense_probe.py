@@ -1,0 +1,133 @@
+"""The ELMo paper's word-sense probe (Peters et al. 2018, §5.3): 1-nearest-neighbour to sense centroids.
+
+For every word, with 5-fold cross-validation over its instances and every layer j separately:
+
+    centroid_{s,j} = mean of the layer-j vectors of the target token over the training-fold
+                     instances of sense s
+    prediction     = argmax_s cos(v_j, centroid_{s,j})         for a held-out instance's vector v_j
+
+accuracy_j = correct predictions / instances (over all folds). The baseline predicts the most
+frequent sense of the training folds. Works with any encoder given as a callable
+``embed(list of token lists) -> list of arrays (n_layers, n_tokens, dim)`` (ELMo, CoVe, ...).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Iterable, Sequence, Union
+
+import numpy as np
+
+PathLike = Union[str, Path]
+Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
+
+
+def read_sense_file(path: PathLike) -> list[dict]:
+    """Instances ``{"id", "word", "tokens", "target", "sense"}``, one JSON object per line (``.gz`` ok)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"sense file not found: {path}")
+    opener = gzip.open if path.suffix == ".gz" else open
+    instances = []
+    with opener(path, "rt", encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{number} is not JSON ({err})") from None
+            missing = [k for k in ("word", "tokens", "target", "sense") if k not in item]
+            if missing:
+                raise ValueError(f"{path}:{number} lacks {missing}; each line needs word, tokens, target, sense")
+            if not isinstance(item["target"], int) or not 0 <= item["target"] < len(item["tokens"]):
+                raise ValueError(f"{path}:{number}: target {item['target']!r} is not an index into its {len(item['tokens'])} tokens")
+            instances.append(item)
+    if not instances:
+        raise ValueError(f"{path} holds no instances")
+    return instances
+
+
+def target_vectors(instances: Sequence[dict], embed: Embed, chunk_size: int = 256) -> np.ndarray:
+    """(instances, n_layers, dim): every layer's vector of each instance's target token."""
+    out = []
+    for start in range(0, len(instances), chunk_size):
+        chunk = instances[start : start + chunk_size]
+        arrays = embed([list(item["tokens"]) for item in chunk])
+        for item, layers in zip(chunk, arrays):
+            if layers.shape[1] != len(item["tokens"]):
+                raise ValueError(f"the encoder returned {layers.shape[1]} vectors for {len(item['tokens'])} tokens")
+            out.append(np.asarray(layers[:, item["target"]], dtype=np.float32))
+    return np.stack(out)
+
+
+def fold_ids(n: int, folds: int, seed: int) -> np.ndarray:
+    """Fold of every instance: a seeded permutation cut into ``folds`` nearly equal parts."""
+    order = np.random.RandomState(seed).permutation(n)
+    ids = np.empty(n, dtype=int)
+    for fold, part in enumerate(np.array_split(order, folds)):
+        ids[part] = fold
+    return ids
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norm, 1e-12)
+
+
+def probe_word(vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0) -> dict:
+    """Cross-validated MFS and per-layer centroid accuracy for one word's ``vectors`` (n, layers, dim)."""
+    n = len(senses)
+    if n < folds:
+        raise ValueError(f"{n} instances cannot be split into {folds} folds")
+    labels = np.asarray(senses)
+    fold = fold_ids(n, folds, seed)
+    mfs_correct = 0
+    layer_correct = np.zeros(vectors.shape[1], dtype=int)
+    for k in range(folds):
+        train, test = fold != k, fold == k
+        names = sorted(set(labels[train]))
+        counts = Counter(labels[train])
+        mfs = max(names, key=lambda s: (counts[s], -names.index(s)))
+        mfs_correct += int((labels[test] == mfs).sum())
+        centroids = np.stack([vectors[train & (labels == s)].mean(axis=0) for s in names], axis=1)  # (layers, senses, dim)
+        similarity = np.einsum("nld,lsd->nls", _unit(vectors[test]), _unit(centroids))
+        predicted = np.asarray(names)[similarity.argmax(-1)]  # (n_test, layers)
+        layer_correct += (predicted == labels[test][:, None]).sum(0)
+    return {
+        "instances": n,
+        "senses": len(set(senses)),
+        "mfs_accuracy": mfs_correct / n,
+        "layer_accuracy": (layer_correct / n).tolist(),
+    }
+
+
+def sense_probe(instances: Iterable[dict], embed: Embed, folds: int = 5, seed: int = 0) -> list[dict]:
+    """One result per word (in order of first appearance):
+    ``{"word", "instances", "senses", "mfs_accuracy", "layer_accuracy": [layer 0, layer 1, ...]}``."""
+    by_word: dict[str, list[dict]] = {}
+    for item in instances:
+        by_word.setdefault(item["word"], []).append(item)
+    results = []
+    for word, items in by_word.items():
+        vectors = target_vectors(items, embed)
+        results.append({"word": word, **probe_word(vectors, [item["sense"] for item in items], folds, seed)})
+    return results
+
+
+def format_table(results: Sequence[dict]) -> str:
+    """A plain-text table: word, instances, senses, MFS, accuracy per layer."""
+    layers = max(len(r["layer_accuracy"]) for r in results)
+    header = ["word", "instances", "senses", "MFS"] + [f"layer {j}" for j in range(layers)]
+    rows = [
+        [r["word"], str(r["instances"]), str(r["senses"]), f"{r['mfs_accuracy']:.3f}"]
+        + [f"{a:.3f}" for a in r["layer_accuracy"]]
+        for r in results
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)

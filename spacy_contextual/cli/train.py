@@ -1,0 +1,134 @@
+"""``spacy-contextual pretrain-elmo / finetune-elmo / export-elmo / evaluate-lm / sense-probe``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._app import app
+
+OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
+EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _print_perplexity(label: str, scores: dict) -> None:
+    typer.echo(
+        f"{label}: forward {scores['forward']:.2f}  backward {scores['backward']:.2f}  average {scores['average']:.2f}  "
+        f"({scores['sentences']} sentences, {scores['predictions']} predictions per direction, OOV {scores['oov_rate']:.2%})"
+    )
+
+
+@app.command("pretrain-elmo", context_settings=EXTRA_ARGS)
+def pretrain_command(
+    ctx: typer.Context,
+    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Pretraining config (JSON)"),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
+) -> None:
+    """Train a biLM from scratch (under torchrun: DDP, one corpus shard per process)."""
+    from ..training.config import PretrainConfig, parse_overrides
+    from ..training.trainer import pretrain
+
+    config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
+    summary = pretrain(config, resume=resume, log=typer.echo)
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@app.command("finetune-elmo", context_settings=EXTRA_ARGS)
+def finetune_command(
+    ctx: typer.Context,
+    model: str = typer.Argument(..., help="Our model directory, 'default', or a bilm-tf weights.hdf5"),
+    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Config (JSON); its [model] is ignored"),
+    options_file: Optional[Path] = typer.Option(None, "--options-file", exists=True, dir_okay=False, help="options.json of a bilm-tf model"),
+    heldout: Optional[Path] = typer.Option(None, "--heldout", exists=True, dir_okay=False, help="Held-out text of the domain (default data.valid)"),
+    resume: bool = typer.Option(False, "--resume"),
+) -> None:
+    """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
+    from ..embedders.elmo import default_model_path
+    from ..training.config import PretrainConfig, parse_overrides
+    from ..training.finetune import finetune
+
+    config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
+    source = default_model_path() if model == "default" else Path(model)
+    result = finetune(source, config, options_file=options_file, heldout=heldout, resume=resume, log=typer.echo)
+    if result["before"]:
+        _print_perplexity("held-out perplexity before", result["before"])
+    if result["after"]:
+        _print_perplexity("held-out perplexity after ", result["after"])
+
+
+@app.command("export-elmo")
+def export_command(
+    model_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Model dir or training output dir"),
+    output_dir: Path = typer.Argument(..., help="Where to write the export"),
+    fp16: bool = typer.Option(False, "--fp16", help="Store our safetensors in float16 (bilm-tf HDF5 stays float32)"),
+    no_softmax: bool = typer.Option(False, "--no-softmax", help="Leave the LM softmax out (encoder only)"),
+    no_bilm_tf: bool = typer.Option(False, "--no-bilm-tf", help="Skip options.json + weights.hdf5"),
+) -> None:
+    """Write our model directory and bilm-tf options.json + weights.hdf5 for a trained biLM."""
+    import torch
+
+    from ..training.export import export_model
+
+    written = export_model(model_dir, output_dir, torch.float16 if fp16 else None, not no_softmax, not no_bilm_tf)
+    for path in written:
+        typer.echo(f"wrote {path}")
+
+
+@app.command("evaluate-lm")
+def evaluate_command(
+    model_dir: str = typer.Argument(..., help="Model dir with its LM softmax, training output dir, or 'default'"),
+    text: Path = typer.Argument(..., exists=True, dir_okay=False, help="One tokenised sentence per line (.gz ok)"),
+    max_sentences: Optional[int] = typer.Option(None, "--max-sentences", min=1),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the scores here"),
+) -> None:
+    """Perplexity (forward, backward, average) by the DESIGN.md §5 protocol."""
+    from ..embedders.elmo import default_model_path
+    from ..training.evaluate import load_language_model, perplexity
+    from ..training.export import resolve_model_dir
+
+    source = default_model_path() if model_dir == "default" else resolve_model_dir(model_dir)
+    lm, _ = load_language_model(source)
+    scores = perplexity(lm, text, max_sentences)
+    _print_perplexity(str(text), scores)
+    if json_out:
+        json_out.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+
+
+@app.command("sense-probe")
+def sense_probe_command(
+    files: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Sense-labelled JSONL (.gz ok)"),
+    model: Optional[str] = typer.Option(None, "--model", help="Model directory or 'default' (the bundled model)"),
+    encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
+    folds: int = typer.Option(5, "--folds", min=2),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results (a list, one object per word)"),
+) -> None:
+    """The ELMo paper's WSD probe: per word, 5-fold CV nearest sense centroid per layer vs. MFS."""
+    from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
+
+    embedder = load_encoder(encoder, model)
+    results = []
+    for path in files:
+        results += sense_probe(read_sense_file(path), embedder.embed_sentences, folds=folds)
+    typer.echo(format_table(results))
+    if json_out:
+        json_out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {json_out}")
+
+
+def load_encoder(encoder: str, model: Optional[str]):
+    """An object with ``embed_sentences(list of token lists) -> list of (layers, n, dim)`` arrays."""
+    if encoder == "elmo":
+        from ..embedders.elmo import ElmoEmbedder
+
+        return ElmoEmbedder.load(model)
+    if encoder == "cove":
+        if importlib.util.find_spec("spacy_contextual.embedders.cove") is None:
+            raise typer.BadParameter("the CoVe encoder is not available yet in this installation; use --encoder elmo")
+        from ..embedders.cove import CoveEmbedder
+
+        return CoveEmbedder.load(model)
+    raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")

@@ -1,0 +1,68 @@
+"""Layer weights: the softmax(s_j) and γ every listener of one or more trained pipelines learned."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from ..analysis.layer_weights import layer_weights_figure, listener_mixes, load_pipeline
+from ..analysis.occurrences import InputError
+from .settings import PIPELINE_ENV
+
+KEY = "weights"
+MAX_PIPELINES = 6
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading the pipeline…")
+def cached_pipeline(path: str):
+    return load_pipeline(path)
+
+
+def pipeline_label(path: str) -> str:
+    """"elmo_tagger/model-best" for ".../elmo_tagger/model-best": enough to tell pipelines apart."""
+    parts = Path(path).resolve().parts
+    return "/".join(parts[-2:])
+
+
+def render() -> None:
+    st.title("Layer weights")
+    st.markdown(
+        "Each component that listens to `elmo` (or `cove`) learns its own mix: ELMo_k = γ · Σ_j softmax(s)_j · h_k,j. "
+        "Give one pipeline, or several (one directory a line) to compare their components, e.g. a tagger and a textcat."
+    )
+    text = st.text_area(
+        "Trained pipeline directories (one a line)", value=os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n"),
+        key=f"{KEY}_paths", placeholder="e.g. training/elmo_tagger/model-best", height=90,
+    )  # fmt: skip
+    paths = [line.strip() for line in text.splitlines() if line.strip()]
+    if not paths:
+        st.info("Enter the directory of a trained spaCy pipeline (the output of `spacy train`).")
+        return
+    if len(paths) > MAX_PIPELINES:
+        st.error(f"{len(paths)} pipelines given; compare at most {MAX_PIPELINES} at a time.")
+        return
+    frames = []
+    for path in paths:
+        try:
+            nlp = cached_pipeline(path)
+        except InputError as error:
+            st.error(str(error))
+            continue
+        mixes = listener_mixes(nlp)
+        if mixes.empty:
+            st.warning(
+                f"{path} ({', '.join(nlp.pipe_names) or 'no components'}) has no component with a layer mix: none "
+                "listens to an `elmo` or `cove` component. Train one with a spacy-contextual listener (e.g. configs/elmo_tagger.cfg)."
+            )
+            continue
+        frames.append(mixes.assign(pipeline=pipeline_label(path)))
+    if not frames:
+        return
+    mixes = pd.concat(frames, ignore_index=True)
+    if mixes["pipeline"].nunique() > 1:
+        mixes["component"] = mixes["pipeline"] + " · " + mixes["component"]
+    st.plotly_chart(layer_weights_figure(mixes), key=f"{KEY}_chart", width="stretch")
+    st.dataframe(mixes, hide_index=True, key=f"{KEY}_table")

@@ -1,0 +1,66 @@
+"""The ``cove`` pipeline component: GloVe and CoVe layers on every Doc (``doc._.cove_data``).
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("cove")                     # the bundled CoVe encoder, loaded by initialize()
+    nlp.initialize()
+    doc = nlp("A man rides a horse.")
+    data = doc._.cove_data                   # layers (3, 6, 600): GloVe (zero-padded), CoVe-1, CoVe-2
+    data.layer(0).shape                      # (6, 300): GloVe at its own width
+
+Other weights: ``[initialize.components.cove.loader]`` with ``spacy-contextual.CoveModelDir.v1``
+(path) or ``spacy-contextual.CovePth.v1`` (pth_path, glove_path). Same settings and guarantees as
+``elmo`` (frozen, store, set_doc_tensor, vector_hooks, vector_layer; see ``contextual_pipe.py``).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from spacy.language import Language
+from spacy.tokens import Doc
+from thinc.api import Config, Model
+from thinc.types import Floats3d
+
+from .contextual_pipe import ContextualPipe
+from .cove_encoder import cove_model_dir_loader
+
+DEFAULT_CONFIG_STR = """
+[cove]
+frozen = true
+store = "all"
+set_doc_tensor = false
+vector_hooks = true
+vector_layer = null
+
+[cove.model]
+@architectures = "spacy-contextual.CoveEncoder.v1"
+window = 128
+max_batch_tokens = 4096
+mixed_precision = false
+"""
+DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
+
+
+class Cove(ContextualPipe):
+    kind = "cove"
+
+    def default_loader(self):
+        return cove_model_dir_loader(None)
+
+
+@Language.factory("cove", assigns=["doc._.cove_data"], default_config=DEFAULT_CONFIG["cove"])
+def make_cove(
+    nlp: Language,
+    name: str,
+    model: Model[List[Doc], List[Floats3d]],
+    frozen: bool,
+    store: str,
+    set_doc_tensor: bool,
+    vector_hooks: bool,
+    vector_layer: Optional[int],
+) -> Cove:
+    """Settings as for ``elmo``; ``vector_layer`` null = mean of the three (padded) layers."""
+    return Cove(
+        nlp.vocab, model, name,
+        frozen=frozen, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
+    )  # fmt: skip

@@ -1,0 +1,50 @@
+"""Export a trained biLM: our model directory (optionally fp16, optionally without the softmax) and
+bilm-tf ``options.json`` + ``weights.hdf5`` (read by bilm-tf, AllenNLP and ``load_bilm_tf``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+
+from ..formats.bilm_dir import load_bilm, save_bilm
+from ..formats.bilm_tf import export_bilm_tf
+from ..formats.model_dir import CONFIG_NAME
+from .evaluate import load_language_model
+from .finetune import has_softmax
+
+PathLike = Union[str, Path]
+
+
+def resolve_model_dir(path: PathLike) -> Path:
+    """A model directory, or the final model / latest checkpoint inside a training output directory."""
+    path = Path(path)
+    for candidate in (path, path / "model", path / "checkpoint" / "model"):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate
+    raise FileNotFoundError(f"{path} holds no biLM: expected {CONFIG_NAME} there, in model/ or in checkpoint/model/")
+
+
+def export_model(
+    model: PathLike,
+    output_dir: PathLike,
+    dtype: Optional[torch.dtype] = None,
+    keep_softmax: bool = True,
+    bilm_tf: bool = True,
+) -> list[Path]:
+    """Write ``output_dir``: config.json + model.safetensors (+ vocab.txt with the softmax) and, with
+    ``bilm_tf``, options.json + weights.hdf5 (always float32; bilm-tf has no softmax)."""
+    source = resolve_model_dir(model)
+    out = Path(output_dir)
+    if keep_softmax and has_softmax(source):
+        lm, _ = load_language_model(source)
+        lm.save(out, dtype=dtype)
+        bilm = lm.bilm
+    else:
+        bilm = load_bilm(source)
+        save_bilm(bilm, out, dtype=dtype)
+    written = [out / CONFIG_NAME, out / "model.safetensors"]
+    if bilm_tf:
+        written += list(export_bilm_tf(bilm, out))
+    return written

@@ -1,0 +1,65 @@
+"""Domain fine-tuning (design document 002, "domain transfer"): continue training any loadable biLM
+(our model directory, or a bilm-tf ``weights.hdf5`` + ``options.json``) on new text, and report the
+held-out perplexity of that domain before and after.
+
+A model without an LM softmax (every published bilm-tf file) gets a new softmax over a vocabulary
+built from the new text (count >= ``data.min_count``); the "before" perplexity of such a model is
+that of an untrained softmax, and the log says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Optional, Union
+
+from ..formats.bilm_dir import load_softmax
+from .config import PretrainConfig
+from .evaluate import load_language_model, perplexity
+from .trainer import pretrain
+from .vocab import Vocabulary
+
+PathLike = Union[str, Path]
+
+
+def finetune(
+    model: PathLike,
+    config: PretrainConfig,
+    options_file: Optional[PathLike] = None,
+    heldout: Optional[PathLike] = None,
+    resume: bool = False,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Fine-tune ``model`` on ``config.data.train``; ``heldout`` (default ``config.data.valid``) is
+    scored before and after. Returns ``{"new_softmax", "before", "after", "training"}``."""
+    if not config.data.train:
+        raise ValueError("data.train is empty: give the domain's training text")
+    heldout = heldout or config.data.valid
+    if has_softmax(model):
+        lm, new_softmax = load_language_model(model)
+    else:
+        vocab = Vocabulary.load(config.data.vocab) if config.data.vocab else Vocabulary.build(config.data.train, config.data.min_count)
+        lm, new_softmax = load_language_model(model, options_file, vocab=vocab, softmax_config=config.softmax, seed=config.training.seed)
+        log(
+            f"{model} has no LM softmax (bilm-tf weight files never do): initialised a new adaptive softmax over "
+            f"{len(vocab)} words of the new text; its perplexity before fine-tuning is that of an untrained softmax"
+        )
+    config = replace(config, model=lm.bilm.config, softmax=lm.softmax_config)
+    output_dir = Path(config.training.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    lm.vocab.save(output_dir / "vocab.txt")
+    config = replace(config, data=replace(config.data, vocab=str(output_dir / "vocab.txt")))
+    before = perplexity(lm, heldout) if heldout and not resume else None
+    if before:
+        log(f"held-out perplexity before fine-tuning: forward {before['forward']:.1f} backward {before['backward']:.1f} average {before['average']:.1f}")
+    training = pretrain(config, resume=resume, lm=lm, log=log)
+    after = perplexity(lm, heldout) if heldout else None
+    if after:
+        log(f"held-out perplexity after fine-tuning: forward {after['forward']:.1f} backward {after['backward']:.1f} average {after['average']:.1f}")
+    return {"new_softmax": new_softmax, "before": before, "after": after, "training": training}
+
+
+def has_softmax(model: PathLike) -> bool:
+    """Whether ``model`` is one of our model directories saved with its LM softmax."""
+    path = Path(model)
+    return path.is_dir() and load_softmax(path)[0] is not None
