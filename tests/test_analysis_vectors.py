@@ -7,7 +7,7 @@ from conftest import tiny_bilm
 from spacy_contextual.analysis.clusters import cluster
 from spacy_contextual.analysis.neighbours import highlight, nearest_neighbours, neighbour_table
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences, text_corpus
-from spacy_contextual.analysis.projection import project
+from spacy_contextual.analysis.projection import cosine_knn, project
 from spacy_contextual.analysis.vectors import MIX, layer_options, occurrence_layers, select_layer
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 
@@ -55,6 +55,20 @@ def test_projection_keeps_blobs_apart(method):
     spread = max(np.linalg.norm(coords[truth == b] - centres[b], axis=1).mean() for b in range(3))
     gaps = [np.linalg.norm(centres[a] - centres[b]) for a in range(3) for b in range(a + 1, 3)]
     assert min(gaps) > 2 * spread
+
+
+def test_cosine_knn_is_exact_blockwise_and_puts_each_point_first():
+    points, _ = blobs(n_per_blob=30)
+    points[1] = points[0]  # an exact duplicate must not displace the point itself
+    indices, distances = cosine_knn(points, k=6, block=7)
+    unit = points / np.linalg.norm(points, axis=1, keepdims=True)
+    brute = 1 - unit @ unit.T
+    assert (indices[:, 0] == np.arange(len(points))).all() and (distances[:, 0] == 0).all()
+    assert indices[0, 1] == 1 and distances[0, 1] == pytest.approx(0, abs=1e-6)
+    for row in range(len(points)):
+        expected = np.sort(np.delete(brute[row], row))[:5]
+        np.testing.assert_allclose(distances[row, 1:], np.maximum(expected, 0), atol=1e-5)
+        np.testing.assert_allclose(distances[row, 1:], brute[row, indices[row, 1:]].clip(0), atol=1e-5)
 
 
 def test_projection_of_identical_vectors_and_bad_requests():

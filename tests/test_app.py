@@ -182,3 +182,19 @@ def test_pages_without_any_model_say_what_to_do(monkeypatch, tmp_path):
     assert "The bundled CoVe model is not installed" in messages(at)
     at = run_page("pages/2_Layer_weights.py")
     assert "Enter the directory of a trained spaCy pipeline" in messages(at)
+
+
+def test_uploaded_files_become_corpora():
+    import gzip
+    import json
+
+    from spacy_contextual.analysis.occurrences import InputError
+    from spacy_contextual.dashboard.corpus_picker import MAX_UPLOAD_BYTES, UPLOAD, load_corpus
+
+    records, digest = load_corpus(UPLOAD, b"They play. We play.\n\nA play!", "notes.txt")
+    assert [r["tokens"] for r in records] == [["They", "play", "."], ["We", "play", "."], ["A", "play", "!"]]
+    line = json.dumps({"tokens": ["a", "hard", "task"], "target": 1, "sense": "HARD1", "word": "hard"}) + "\n"
+    labelled, other = load_corpus(UPLOAD, gzip.compress(line.encode()), "hard.jsonl.gz")
+    assert labelled[0]["sense"] == "HARD1" and other != digest
+    with pytest.raises(InputError, match="the limit is"):
+        load_corpus(UPLOAD, b"x" * (MAX_UPLOAD_BYTES + 1), "big.txt")

@@ -38,6 +38,6 @@ def run_dashboard(
     command = [
         sys.executable, "-m", "streamlit", "run", str(MAIN),
         "--server.port", str(port), "--server.address", address,
-        "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false",
+        "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
     ]
     os.execve(sys.executable, command, env)  # become the server: signals and exit status are streamlit's

@@ -93,7 +93,7 @@ def render() -> None:
     if st.session_state.get(f"{KEY}_projected") != request:
         st.info(f"{len(occurrences):,} occurrences ready. Press **Project with {projection.upper()}** to draw them.")
         if projection == "umap":
-            st.caption("The first UMAP in a server process compiles numba code first (about a minute on 2 CPUs).")
+            st.caption("The first UMAP in a server process also compiles numba code (10–30 s on 2 CPUs).")
         st.stop()
 
     clustering = cached_cluster(vectors, method, k)

@@ -47,7 +47,7 @@ def served_app(script: Path, env: Optional[dict] = None, startup_timeout: float 
     command = [
         sys.executable, "-m", "streamlit", "run", str(script),
         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal",
     ]  # fmt: skip
     log = tempfile.TemporaryFile()
     server = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
