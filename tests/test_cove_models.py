@@ -135,3 +135,10 @@ def test_tied_output_layer_is_stored_once_and_reloads(tmp_path):
     assert [t.ids for t in loaded.greedy(source, lengths, 8)] == [t.ids for t in model.greedy(source, lengths, 8)]
     with pytest.raises(ValueError, match="tie_embeddings needs"):
         Seq2SeqConfig(5, 5, target_embedding_dim=4, decoder_hidden=7, tie_embeddings=True)
+
+
+def test_unknown_words_take_the_most_attended_source_token():
+    from spacy_contextual.training.mt_data import replace_unknown
+
+    attention = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    assert replace_unknown(["Ein", "<unk>", "<unk>"], attention, ["a", "zebra"]) == ["Ein", "zebra", "a"]

@@ -199,3 +199,21 @@ def test_packaged_model_keeps_its_outputs(trained, tmp_path, precision, toleranc
     for x, y in zip(original.embed_sentences(sentences), small.embed_sentences(sentences)):
         np.testing.assert_allclose(x, y, atol=tolerance)
     assert [t.text for t in small.translate(["A big dog runs."], beam=3)] == [t.text for t in original.translate(["A big dog runs."], beam=3)]
+
+
+def test_source_vocabulary_rescales_glove_and_handles_oov(corpus):
+    from spacy_contextual.formats.vectors import load_vectors
+    from spacy_contextual.training.mt import source_vocabulary
+
+    sources = [["a", "big", "dog"], ["a", "cat", "."]]
+    glove = load_vectors(corpus / "glove.txt")
+    words, table = source_vocabulary(sources, corpus / "glove.txt", "zero", 1, seed=0, input_std=0.4)
+    assert words[4:] == ["a", ".", "big", "dog"] and torch.count_nonzero(table[:4]) == 0
+    assert float(table[4:].std(correction=0)) == pytest.approx(0.4, rel=1e-5)
+    ratio = table[4:] / torch.from_numpy(glove.vectors[[glove.words.index(w) for w in words[4:]]])
+    assert float(ratio.std()) < 1e-4  # one scalar: directions unchanged
+    words, table = source_vocabulary(sources, corpus / "glove.txt", "random", 1, seed=0)
+    cat = table[words.index("cat")]
+    assert "cat" in words and 0 < float(cat.abs().max()) <= 0.1
+    with pytest.raises(ValueError, match="oov must be"):
+        source_vocabulary(sources, corpus / "glove.txt", "skip", 1, seed=0)

@@ -54,3 +54,20 @@ def test_train_from_files_writes_glove_text(tmp_path):
     loaded = load_vectors(tmp_path / "vectors.txt")
     assert loaded.words == result.vocab
     np.testing.assert_allclose(loaded.vectors, result.vectors, rtol=1e-5, atol=1e-6)
+
+
+def test_train_glove_command(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from spacy_contextual.cli import app
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(s) for s in _tiny_corpus()), encoding="utf-8")
+    args = ["train-glove", str(corpus), "-o", str(tmp_path / "v.txt.gz"), "--dim", "6", "--min-count", "1", "--epochs", "3", "--neighbours", "cat,dog"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{\n"):])
+    assert len(report["losses"]) == 3 and set(report["neighbours"]) == {"cat", "dog"}
+    assert load_vectors(tmp_path / "v.txt.gz").vectors.shape == (report["vocab"], 6)

@@ -64,6 +64,7 @@ def translate_command(
     alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write German here instead of stdout"),
     max_length: int = typer.Option(100, "--max-length", min=1),
+    replace_unk: bool = typer.Option(True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"),
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
     from ..embedders.cove import CoveEmbedder
@@ -74,7 +75,7 @@ def translate_command(
         raise typer.BadParameter(f"{input_file} does not exist")
     else:
         lines = input_file.read_text(encoding="utf-8").splitlines()
-    translations = CoveEmbedder.load(model).translate(lines, beam=beam, alpha=alpha, max_length=max_length)
+    translations = CoveEmbedder.load(model).translate(lines, beam=beam, alpha=alpha, max_length=max_length, replace_unk=replace_unk)
     text = "".join(t.text + "\n" for t in translations)
     if output is None:
         typer.echo(text, nl=False)
@@ -89,13 +90,14 @@ def bleu_command(
     model: str = typer.Option("default", "--model", help="A cove-mt model directory, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0),
+    replace_unk: bool = typer.Option(True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"),
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
     from ..embedders.cove import default_model_path
     from ..training.mt import evaluate_bleu
 
     path = default_model_path() if model == "default" else Path(model)
-    typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha).to_dict(), indent=1))
+    typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha, replace_unk).to_dict(), indent=1))
 
 
 @app.command("export-cove")

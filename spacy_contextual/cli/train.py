@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -34,7 +35,8 @@ def pretrain_command(
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
     summary = pretrain(config, resume=resume, log=typer.echo)
-    typer.echo(json.dumps(summary, indent=2))
+    if os.environ.get("RANK", "0") == "0":
+        typer.echo(json.dumps(summary, indent=2))
 
 
 @app.command("finetune-elmo", context_settings=EXTRA_ARGS)
@@ -89,8 +91,14 @@ def evaluate_command(
     from ..embedders.elmo import default_model_path
     from ..training.evaluate import load_language_model, perplexity
     from ..training.export import resolve_model_dir
+    from ..training.finetune import has_softmax
 
     source = default_model_path() if model_dir == "default" else resolve_model_dir(model_dir)
+    if not has_softmax(source):
+        raise typer.BadParameter(
+            f"{source} has no LM softmax (an encoder-only or bilm-tf model); perplexity needs one: fine-tune it "
+            "with finetune-elmo first"
+        )
     lm, _ = load_language_model(source)
     scores = perplexity(lm, text, max_sentences)
     _print_perplexity(str(text), scores)

@@ -21,7 +21,7 @@ from ..formats.cove_pth import load_cove_pth
 from ..formats.vectors import load_vectors
 from ..models.mtlstm import MTLSTM
 from ..models.seq2seq import Translator, translate_all
-from ..training.mt_data import SPECIALS, Vocab, detokenize, pad, tokenize
+from ..training.mt_data import SPECIALS, Vocab, detokenize, pad, replace_unknown, tokenize
 
 PathLike = Union[str, Path]
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "cove"
@@ -118,10 +118,11 @@ class CoveEmbedder:
 
     @torch.no_grad()
     def translate(self, sentences: Sequence[Union[str, Sequence[str]]], beam: int = 5, alpha: float = 0.6,
-                  max_length: int = 100, batch_size: int = 64) -> list[Translated]:
+                  max_length: int = 100, batch_size: int = 64, replace_unk: bool = True) -> list[Translated]:
         """English sentences (raw strings, or token lists) -> German with the attention matrix.
 
-        beam = 1 is greedy (batched); beam > 1 runs beam search sentence by sentence."""
+        beam = 1 is greedy (batched); beam > 1 runs beam search sentence by sentence. ``replace_unk``
+        writes the most-attended source token in place of each generated <unk>."""
         if self.translator is None or self.target_vocab is None:
             raise RuntimeError("this CoVe model is an encoder only; translation needs a 'cove-mt' model directory (the default has one)")
         sources = [tokenize(s) if isinstance(s, str) else [t.lower() for t in s] for s in sentences]
@@ -132,5 +133,8 @@ class CoveEmbedder:
                 out.append(Translated([], np.zeros((0, 0), dtype=np.float32), [], ""))
                 continue
             tokens = self.target_vocab.decode(result.ids)
-            out.append(Translated(tokens, result.attention[: len(tokens)].float().numpy(), source, detokenize(tokens)))
+            attention = result.attention[: len(tokens)].float().numpy()
+            if replace_unk:
+                tokens = replace_unknown(tokens, attention, source)
+            out.append(Translated(tokens, attention, source, detokenize(tokens)))
         return out

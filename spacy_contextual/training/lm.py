@@ -21,8 +21,7 @@ from torch import nn
 
 from ..formats.bilm_dir import save_bilm
 from ..models.bilm import BiLM
-from ..models.char_cnn import CharCNN
-from ..models.chars import MAX_CHARACTERS_PER_TOKEN, PADDING_CHAR, add_sentence_boundaries, batch_to_ids
+from ..models.chars import add_sentence_boundaries, batch_to_ids
 from .vocab import Vocabulary
 
 
@@ -42,25 +41,6 @@ def build_softmax(input_dim: int, vocab_size: int, config: SoftmaxConfig) -> nn.
     if not cutoffs:
         raise ValueError(f"the vocabulary ({vocab_size} words) is too small for the softmax cutoffs {config.cutoffs}")
     return nn.AdaptiveLogSoftmaxWithLoss(input_dim, vocab_size, cutoffs, div_value=config.div_value)
-
-
-def char_cnn_token_vectors(encoder: CharCNN, char_ids: torch.Tensor) -> torch.Tensor:
-    """``encoder(char_ids)`` for ``(N, 50)`` ids of real tokens, computed on the first
-    ``max token length + widest filter`` character positions only.
-
-    Exact: a token of n ids (begin/end-of-word included) is followed by padding characters only, so
-    every filter window starting at or after position n has the same content (all padding) as the
-    one starting at n; keeping n + widest positions keeps all distinct windows, hence the max-pool.
-    On ordinary text this cuts the char-CNN time by half or more.
-    """
-    lengths = (char_ids != PADDING_CHAR + 1).sum(-1)
-    widest = max(conv.kernel_size[0] for conv in encoder.convolutions)
-    keep = min(MAX_CHARACTERS_PER_TOKEN, int(lengths.max()) + widest) if char_ids.numel() else MAX_CHARACTERS_PER_TOKEN
-    chars = encoder.char_embedding(char_ids[:, :keep]).transpose(1, 2)
-    y = torch.cat([encoder.activation(conv(chars).max(dim=-1).values) for conv in encoder.convolutions], dim=-1)
-    for highway in encoder.highways:
-        y = highway(y)
-    return encoder.projection(y) if encoder.projection is not None else y
 
 
 class LMLoss(NamedTuple):
@@ -90,19 +70,10 @@ class BidirectionalLM(nn.Module):
         info = {**(info or {}), "softmax": self.softmax_config.to_dict()}
         return save_bilm(self.bilm, path, softmax=self.softmax.state_dict(), vocab=self.vocab.words, dtype=dtype, info=info)
 
-    def token_vectors(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """Char-CNN vectors of ``(B, T, 50)`` ids, one CNN run per distinct token; zero at padding."""
-        flat = char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)
-        valid = (flat > 0).any(-1)
-        types, inverse = torch.unique(flat[valid], dim=0, return_inverse=True)
-        vectors = char_cnn_token_vectors(self.bilm.token_encoder, types)
-        out = vectors.new_zeros(flat.shape[0], vectors.shape[-1]).index_put((valid.nonzero().squeeze(1),), vectors[inverse])
-        return out.reshape(*char_ids.shape[:-1], -1)
-
     def forward(self, sentences: Sequence[Sequence[str]]) -> LMLoss:
         device = self.softmax.head.weight.device
         char_ids, mask = add_sentence_boundaries(batch_to_ids(sentences).to(device))
-        top = self.bilm.encode(self.token_vectors(char_ids), mask).activations[-1]
+        top = self.bilm.encode(self.bilm.embed_tokens(char_ids), mask).activations[-1]
         P = self.bilm.config.projection_dim
         word_ids = torch.zeros(mask.shape, dtype=torch.long)
         for row, sentence in enumerate(sentences):

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from ..formats.cove_dir import load_translator, save_translator
 from ..formats.vectors import load_vectors
 from ..models.seq2seq import Seq2SeqConfig, Translator, translate_all
-from .mt_data import SPECIALS, Vocab, batches, build_vocab, detokenize, read_lines, read_parallel, tokenize
+from .mt_data import SPECIALS, Vocab, batches, build_vocab, detokenize, read_lines, read_parallel, replace_unknown, tokenize
 
 PathLike = Union[str, Path]
 STATE_NAME, OPTIMIZER_NAME = "trainer_state.json", "optimizer.safetensors"
@@ -46,7 +46,7 @@ def bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> Bleu
     """Both BLEU forms; hypotheses are token lists, references raw German lines."""
     from sacrebleu.metrics import BLEU
 
-    tokenized = BLEU(lowercase=True, tokenize="none").corpus_score(
+    tokenized = BLEU(lowercase=True, tokenize="none", force=True).corpus_score(
         [" ".join(h) for h in hypotheses], [[" ".join(tokenize(r, lower=False)) for r in references]]
     )
     default_metric = BLEU()
@@ -56,17 +56,23 @@ def bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> Bleu
 
 def translate_ids(
     model: Translator, source_vocab: Vocab, target_vocab: Vocab, sources: Sequence[Sequence[str]],
-    beam: int = 1, alpha: float = 0.6, max_length: int = 100,
+    beam: int = 1, alpha: float = 0.6, max_length: int = 100, replace_unk: bool = True,
 ) -> list[list[str]]:
-    """Token lists in, German token lists out, in input order."""
+    """Token lists in, German token lists out, in input order; ``replace_unk``: see ``replace_unknown``."""
     results = translate_all(model, [source_vocab.encode(s) for s in sources], beam, alpha, max_length)
-    return [[] if r is None else target_vocab.decode(r.ids) for r in results]
+    out = []
+    for source, result in zip(sources, results):
+        tokens = [] if result is None else target_vocab.decode(result.ids)
+        out.append(replace_unknown(tokens, result.attention, source) if replace_unk and tokens else tokens)
+    return out
 
 
-def evaluate_bleu(model_dir: PathLike, source_file: PathLike, reference_file: PathLike, beam: int = 1, alpha: float = 0.6) -> BleuResult:
+def evaluate_bleu(
+    model_dir: PathLike, source_file: PathLike, reference_file: PathLike, beam: int = 1, alpha: float = 0.6, replace_unk: bool = True
+) -> BleuResult:
     model, source_vocab, target_vocab = load_translator(model_dir)
     sources = [tokenize(line) for line in read_lines(source_file)]
-    hypotheses = translate_ids(model, Vocab(source_vocab), Vocab(target_vocab), sources, beam, alpha)
+    hypotheses = translate_ids(model, Vocab(source_vocab), Vocab(target_vocab), sources, beam, alpha, replace_unk=replace_unk)
     return bleu(hypotheses, read_lines(reference_file))
 
 

@@ -78,13 +78,18 @@ class Vocab:
         return [self.index.get(t, UNK_ID) for t in tokens]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
+        """One word per id, up to the first </s>."""
         out = []
         for i in ids:
             if i == EOS_ID:
                 break
-            if i not in (PAD_ID, BOS_ID):
-                out.append(self.words[i])
+            out.append(self.words[i])
         return out
+
+
+def replace_unknown(tokens: Sequence[str], attention, source: Sequence[str]) -> list[str]:
+    """Each generated <unk> becomes the source token it attended to most (Luong et al. 2015)."""
+    return [source[int(attention[step].argmax())] if token == UNK else token for step, token in enumerate(tokens)]
 
 
 def pad(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:

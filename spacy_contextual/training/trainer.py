@@ -225,7 +225,7 @@ class Trainer:
             loss.mean.backward()
             torch.nn.utils.clip_grad_norm_(self.lm.parameters(), t.grad_clip)
             self.optimizer.step()
-            tokens = sum(len(s) for s in sentences) * self.runtime.world_size
+            tokens = sum(len(s) for s in sentences) * self.runtime.world_size  # other ranks: estimated alike
             self.state["step"] += 1
             self.state["tokens"] += tokens
             window_tokens += tokens
