@@ -142,3 +142,16 @@ def test_unknown_words_take_the_most_attended_source_token():
 
     attention = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
     assert replace_unknown(["Ein", "<unk>", "<unk>"], attention, ["a", "zebra"]) == ["Ein", "zebra", "a"]
+
+
+def test_subword_pieces_segment_and_join_back_to_the_words():
+    from spacy_contextual.training.mt_data import detokenize, join_subwords, learn_subwords
+
+    sentences = [["Ein", "Hund", "rennt", "."], ["Zwei", "Hunde", "rennen", "schnell", "."]] * 20
+    segment = learn_subwords(sentences, vocab_size=30)
+    pieces = segment(["Hunde", "rennen", "."])
+    assert len(pieces) > 3 and any(p.startswith("##") for p in pieces)
+    assert join_subwords(pieces) == ["Hunde", "rennen", "."]
+    assert detokenize(pieces) == "Hunde rennen."
+    assert segment([]) == []
+    assert join_subwords(["#", "a", "."]) == ["#", "a", "."]  # word output passes through

@@ -88,6 +88,25 @@ def test_resume_mid_epoch_gives_the_same_weights(corpus, tmp_path):
         torch.testing.assert_close(a[key], b[key], msg=key)
 
 
+def test_subword_target_trains_and_translates_to_whole_words(corpus, tmp_path):
+    config = _config(corpus, max_epochs=20)
+    config["vocab"].update(target="bpe", target_bpe_size=40)
+    state = train_mt(config, tmp_path)
+    _, _, target_vocab = load_translator(tmp_path / "best")
+    assert any(piece.startswith("##") for piece in target_vocab)  # 40 symbols: some German words are split
+    assert state["history"][-1]["bleu_tok_lc"] > 50
+    (translated,) = CoveEmbedder.load(tmp_path / "best").translate(["A big dog runs."], beam=1)
+    assert translated.attention.shape[0] == len(translated.tokens)  # one attention row per piece
+    assert "Hund" in translated.text.split() and "##" not in translated.text
+
+
+def test_unknown_target_units_are_named(corpus, tmp_path):
+    config = _config(corpus)
+    config["vocab"]["target"] = "chars"
+    with pytest.raises(ValueError, match="vocab.target must be 'words' or 'bpe'"):
+        train_mt(config, tmp_path)
+
+
 def test_glove_dimension_mismatch_is_explained(corpus, tmp_path):
     config = _config(corpus)
     config["model"]["embedding_dim"] = 300

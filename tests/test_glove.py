@@ -71,3 +71,23 @@ def test_train_glove_command(tmp_path):
     report = json.loads(result.output[result.output.index("{\n"):])
     assert len(report["losses"]) == 3 and set(report["neighbours"]) == {"cat", "dog"}
     assert load_vectors(tmp_path / "v.txt.gz").vectors.shape == (report["vocab"], 6)
+
+
+def test_default_settings_separate_topics_with_large_minibatches():
+    """Words that share contexts end up neighbours within a few epochs at the default learning rate,
+    even when a minibatch holds every co-occurrence (one update per word per epoch)."""
+    rng = np.random.default_rng(1)
+    topics = {"animal": ["cat", "dog", "cow", "horse"], "food": ["bread", "rice", "soup", "cake"]}
+    contexts = {"animal": ["eats", "grass", "barn"], "food": ["cooked", "hot", "plate"]}
+    sentences = []
+    for _ in range(600):
+        topic = str(rng.choice(list(topics)))
+        sentences.append([str(w) for w in rng.choice(topics[topic], 2)] + [str(w) for w in rng.choice(contexts[topic], 2)])
+    vocab = build_glove_vocab(sentences, min_count=1)
+    rows, cols, values = cooccurrence(sentences, vocab, window=3)
+    result = train_glove(rows, cols, values, vocab, dim=16, epochs=10, batch_size=len(values), progress=False)
+    assert result.losses[-1] < 0.01 * result.losses[0]  # lr 0.05 gets to 0.58 of the first epoch's loss here
+    neighbours = nearest_neighbours(result.vectors, vocab, topics["animal"] + topics["food"], k=1)
+    for topic, words in topics.items():
+        for word in words:
+            assert neighbours[word][0][0] in topics[topic] + contexts[topic], (word, neighbours[word])

@@ -20,7 +20,7 @@ def train_glove_command(
     window: int = typer.Option(10, "--window", min=1),
     min_count: int = typer.Option(5, "--min-count", min=1),
     epochs: int = typer.Option(15, "--epochs", min=1),
-    learning_rate: float = typer.Option(0.05, "--lr"),
+    learning_rate: float = typer.Option(0.5, "--lr"),
     seed: int = typer.Option(0, "--seed"),
     neighbours: Optional[str] = typer.Option(None, "--neighbours", help="Comma-separated words whose nearest neighbours are reported"),
 ) -> None:

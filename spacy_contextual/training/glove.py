@@ -8,6 +8,13 @@ Co-occurrence: for every pair of tokens at distance d <= window inside a sentenc
 with x_max = 100, alpha = 0.75, minimised by AdaGrad over shuffled minibatches of entries (rows
 touched twice in a minibatch get their gradients summed). The word vectors are W + W~.
 Vectorised torch on one thread; the counts are built with numpy sorting, not Python loops.
+
+The learning rate is 0.5, not the reference implementation's 0.05: that one updates after every
+entry, so a frequent word moves thousands of times per epoch, here once per minibatch. Measured on
+40k lm_corpus sentences, 100-d, 5 epochs: lr 0.05 leaves the vectors nearly rank one (the first
+principal component holds 96 % of the variance, loss 0.023, "man" -> "s", "my"); lr 0.5 reaches loss
+0.0105, 17 % in the first component, "man" -> "woman", "three" -> "four", "two", "five"; lr 1.0 overshoots
+in its first epoch.
 """
 
 from __future__ import annotations
@@ -74,7 +81,7 @@ def train_glove(
     vocab: Sequence[str],
     dim: int = 300,
     epochs: int = 15,
-    learning_rate: float = 0.05,
+    learning_rate: float = 0.5,
     batch_size: int = 4096,
     x_max: float = 100.0,
     alpha: float = 0.75,
@@ -146,7 +153,7 @@ def train_glove_files(
     window: int = 10,
     min_count: int = 5,
     epochs: int = 15,
-    learning_rate: float = 0.05,
+    learning_rate: float = 0.5,
     batch_size: int = 16384,
     seed: int = 0,
 ) -> GloveResult:

@@ -2,7 +2,8 @@
 
 Config (confection ``.cfg``, dotted overrides as in ``spacy train``) -> vocabularies (the English
 source keeps the training words that have a GloVe vector, or all of them with fixed uniform(+-0.1)
-vectors when ``oov = "random"``; the German target keeps words with count >= min_count) -> teacher
+vectors when ``oov = "random"``; the German target is words with count >= min_count, or BPE pieces
+when ``target = "bpe"``, with ``target_bpe_size`` symbols learned on the training targets) -> teacher
 forced cross-entropy, Adam or the paper's SGD (lr halved once validation perplexity rises), gradient
 norm clipping -> every epoch: validation perplexity and greedy BLEU, a checkpoint, and ``best/`` (the
 lowest validation perplexity). ``--resume`` continues from ``last/`` mid-epoch: batch order is a
@@ -26,7 +27,10 @@ from tqdm import tqdm
 from ..formats.cove_dir import load_translator, save_translator
 from ..formats.vectors import load_vectors
 from ..models.seq2seq import Seq2SeqConfig, Translator, translate_all
-from .mt_data import SPECIALS, Vocab, batches, build_vocab, detokenize, read_lines, read_parallel, replace_unknown, tokenize
+from .mt_data import (
+    SPECIALS, Vocab, batches, build_vocab, detokenize, join_subwords, learn_subwords, read_lines, read_parallel, replace_unknown,
+    tokenize,
+)
 
 PathLike = Union[str, Path]
 STATE_NAME, OPTIMIZER_NAME = "trainer_state.json", "optimizer.safetensors"
@@ -43,11 +47,11 @@ class BleuResult:
 
 
 def bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> BleuResult:
-    """Both BLEU forms; hypotheses are token lists, references raw German lines."""
+    """Both BLEU forms; hypotheses are token (or subword piece) lists, references raw German lines."""
     from sacrebleu.metrics import BLEU
 
     tokenized = BLEU(lowercase=True, tokenize="none", force=True).corpus_score(
-        [" ".join(h) for h in hypotheses], [[" ".join(tokenize(r, lower=False)) for r in references]]
+        [" ".join(join_subwords(h)) for h in hypotheses], [[" ".join(tokenize(r, lower=False)) for r in references]]
     )
     default_metric = BLEU()
     default = default_metric.corpus_score([detokenize(h) for h in hypotheses], [list(references)])
@@ -162,6 +166,13 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         train_pairs = train_pairs[: train_cfg["max_train_pairs"]]
     val_sources_raw, val_references = read_lines(paths["val_source"]), read_lines(paths["val_target"])
     val_pairs_tokens = read_parallel(paths["val_source"], paths["val_target"])
+    target_units = vocab_cfg.get("target", "words")
+    if target_units == "bpe":  # deterministic, so a resumed run segments exactly as the first one
+        segment = learn_subwords([t for _, t in train_pairs], vocab_cfg["target_bpe_size"])
+        train_pairs = [(s, segment(t)) for s, t in train_pairs]
+        val_pairs_tokens = [(s, segment(t)) for s, t in val_pairs_tokens]
+    elif target_units != "words":
+        raise ValueError(f"vocab.target must be 'words' or 'bpe', got {target_units!r}")
 
     last = output / "last"
     if resume and (last / STATE_NAME).is_file():
@@ -173,7 +184,8 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         source_words, vectors = source_vocabulary(
             [s for s, _ in train_pairs], paths["glove"], vocab_cfg["oov"], vocab_cfg["source_min_count"], seed, vocab_cfg.get("input_std", 0.0)
         )
-        target_words = build_vocab([t for _, t in train_pairs], vocab_cfg["target_min_count"])
+        target_min_count = vocab_cfg["target_min_count"] if target_units == "words" else 1
+        target_words = build_vocab([t for _, t in train_pairs], target_min_count)
         model_config = Seq2SeqConfig(len(source_words), len(target_words), **model_cfg)
         if vectors.shape[1] != model_config.embedding_dim:
             raise ValueError(

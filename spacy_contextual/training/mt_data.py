@@ -6,6 +6,11 @@ whole, every other non-space character is a token. The English source is lowerca
 paper did (GloVe lookup); the German target keeps its case so translations read as German (nouns
 capitalised) and default, cased sacreBLEU is meaningful; the paper's metric lowercases both sides.
 ``detokenize`` undoes the spacing for display and for default sacreBLEU.
+
+The target side is words, or subwords: byte-pair encoding (Sennrich et al. 2016) learned on the
+German training words; a piece that continues a word starts with ``##`` ("Bü ##sch ##e"), and
+``join_subwords`` glues the pieces of a decoded sentence back into words. Word tokens never start
+with ``##`` (``#`` is punctuation, one token per character), so joining is safe on word output too.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence, Union
+from typing import Callable, Iterable, Iterator, Sequence, Union
 
 import torch
 
@@ -23,6 +28,7 @@ PathLike = Union[str, Path]
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = [PAD, UNK, BOS, EOS]
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
+SUBWORD_PREFIX = "##"
 
 _TOKEN = re.compile(r"\w+(?:[-'’.]\w+)*|[^\w\s]")
 _NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}»“])")
@@ -35,8 +41,35 @@ def tokenize(text: str, lower: bool = True) -> list[str]:
 
 
 def detokenize(tokens: Sequence[str]) -> str:
-    """Tokens joined back into text: no space before closing punctuation or after opening brackets."""
-    return _NO_SPACE_AFTER.sub(r"\1", _NO_SPACE_BEFORE.sub(r"\1", " ".join(tokens)))
+    """Tokens (or subword pieces) joined back into text: no space before closing punctuation or after opening brackets."""
+    return _NO_SPACE_AFTER.sub(r"\1", _NO_SPACE_BEFORE.sub(r"\1", " ".join(join_subwords(tokens))))
+
+
+def join_subwords(tokens: Sequence[str]) -> list[str]:
+    """Words from subword pieces: each ``##piece`` is appended to the word before it."""
+    words: list[str] = []
+    for token in tokens:
+        if token.startswith(SUBWORD_PREFIX) and len(token) > len(SUBWORD_PREFIX) and words:
+            words[-1] += token[len(SUBWORD_PREFIX):]
+        else:
+            words.append(token)
+    return words
+
+
+def learn_subwords(sentences: Iterable[Sequence[str]], vocab_size: int) -> Callable[[Sequence[str]], list[str]]:
+    """A BPE segmenter (word tokens -> pieces) with ``vocab_size`` symbols, learned on ``sentences``.
+
+    Learning and segmenting use the ``tokenizers`` library; the model directory stores only the
+    resulting piece vocabulary, since decoding needs nothing but ``join_subwords``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token=UNK, continuing_subword_prefix=SUBWORD_PREFIX))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=SPECIALS, continuing_subword_prefix=SUBWORD_PREFIX, show_progress=False
+    )
+    tokenizer.train_from_iterator((" ".join(sentence) for sentence in sentences), trainer)
+    return lambda tokens: tokenizer.encode(list(tokens), is_pretokenized=True).tokens if tokens else []
 
 
 def read_lines(path: PathLike) -> list[str]:
