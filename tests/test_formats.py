@@ -147,3 +147,32 @@ def test_options_missing_key(anchor_copy):
     options.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="missing the key 'dim'"):
         load_bilm_tf(options, weights)
+
+
+def test_large_weights_are_saved_as_shards_and_load_whole(tmp_path, monkeypatch):
+    from spacy_contextual.formats import model_dir
+
+    tensors = {f"w{i}": torch.randn(64, 64) for i in range(5)}  # 16 KiB each
+    monkeypatch.setattr(model_dir, "MAX_SHARD_BYTES", 40_000)
+    out = model_dir.save_model_dir(tmp_path / "m", "test", {}, tensors)
+    names = [f.name for f in model_dir.weight_files(out)]
+    assert names == ["model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors"]
+    loaded = model_dir.load_tensors(out)
+    assert list(loaded) == list(tensors) and all(torch.equal(loaded[k], tensors[k]) for k in tensors)
+    monkeypatch.setattr(model_dir, "MAX_SHARD_BYTES", 10**9)
+    model_dir.save_model_dir(out, "test", {}, tensors)  # re-saving in one file removes the old shards
+    assert [f.name for f in model_dir.weight_files(out)] == ["model.safetensors"]
+    model_dir.save_model_dir(tmp_path / "m2", "test", {}, tensors)
+    (tmp_path / "m2" / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="model.safetensors is missing"):
+        model_dir.load_tensors(tmp_path / "m2")
+
+
+def test_a_missing_shard_is_named(tmp_path, monkeypatch):
+    from spacy_contextual.formats import model_dir
+
+    monkeypatch.setattr(model_dir, "MAX_SHARD_BYTES", 40_000)
+    out = model_dir.save_model_dir(tmp_path / "m", "test", {}, {f"w{i}": torch.randn(64, 64) for i in range(5)})
+    (out / "model-00002-of-00003.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="has 2 of its 3 weight shards"):
+        model_dir.load_tensors(out)

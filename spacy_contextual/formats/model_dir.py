@@ -1,5 +1,8 @@
 """Our own model directory format: ``config.json`` + ``model.safetensors`` (+ ``vocab.txt``).
 
+Weights above ``MAX_SHARD_BYTES`` are split into ``model-00001-of-0000N.safetensors`` shards (whole
+tensors, in order), so no single file in a repository or package is large; loading merges them.
+
 No pickle anywhere: tensors go through safetensors, everything else is JSON or text. ``config.json``
 holds ``{"kind": ..., "format_version": 1, ...}`` so that a directory of the wrong kind is refused
 with a message naming what it is.
@@ -18,6 +21,22 @@ PathLike = Union[str, Path]
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
+SHARD_PATTERN = "model-*-of-*.safetensors"
+MAX_SHARD_BYTES = 15 * 2**19  # 7.5 MiB
+
+
+def _shards(tensors: dict[str, torch.Tensor], max_bytes: int) -> list[dict[str, torch.Tensor]]:
+    """Consecutive groups of whole tensors, each under ``max_bytes`` unless one tensor alone is larger."""
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, tensor in tensors.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if shards[-1] and size + nbytes > max_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensor
+        size += nbytes
+    return shards
 VOCAB_NAME = "vocab.txt"
 
 
@@ -35,7 +54,13 @@ def save_model_dir(
         name: (t.detach().to(dtype) if dtype is not None and t.is_floating_point() else t.detach()).contiguous().cpu()
         for name, t in tensors.items()
     }
-    save_file(stored, str(out / WEIGHTS_NAME))
+    for stale in [out / WEIGHTS_NAME, *out.glob(SHARD_PATTERN)]:
+        stale.unlink(missing_ok=True)
+    shards = _shards(stored, MAX_SHARD_BYTES)
+    if len(shards) == 1:
+        save_file(shards[0], str(out / WEIGHTS_NAME))
+    for number, shard in enumerate(shards if len(shards) > 1 else [], start=1):
+        save_file(shard, str(out / f"model-{number:05d}-of-{len(shards):05d}.safetensors"))
     meta = {"kind": kind, "format_version": FORMAT_VERSION, **config}
     (out / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     if vocab is not None:
@@ -59,11 +84,24 @@ def read_model_config(path: PathLike, kind: str) -> dict[str, Any]:
     return config
 
 
+def weight_files(path: PathLike) -> list[Path]:
+    """``model.safetensors``, or the shards in order; empty when there are none."""
+    weights = Path(path) / WEIGHTS_NAME
+    return [weights] if weights.is_file() else sorted(Path(path).glob(SHARD_PATTERN))
+
+
 def load_tensors(path: PathLike, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
     weights = Path(path) / WEIGHTS_NAME
-    if not weights.is_file():
-        raise FileNotFoundError(f"{weights} is missing")
-    return {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in load_file(str(weights)).items()}
+    files = weight_files(path)
+    if not files:
+        raise FileNotFoundError(f"{weights} is missing (and there are no {SHARD_PATTERN} shards)")
+    expected = int(files[0].name.split("-of-")[1].split(".")[0]) if files[0] != weights else 1
+    if len(files) != expected:
+        raise FileNotFoundError(f"{path} has {len(files)} of its {expected} weight shards ({SHARD_PATTERN}); copy the whole directory")
+    tensors: dict[str, torch.Tensor] = {}
+    for file in files:
+        tensors.update(load_file(str(file)))
+    return {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in tensors.items()}
 
 
 def load_vocab(path: PathLike) -> Optional[list[str]]:

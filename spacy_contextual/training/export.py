@@ -10,7 +10,7 @@ import torch
 
 from ..formats.bilm_dir import load_bilm, save_bilm
 from ..formats.bilm_tf import export_bilm_tf
-from ..formats.model_dir import CONFIG_NAME
+from ..formats.model_dir import CONFIG_NAME, weight_files
 from .evaluate import load_language_model
 from .finetune import has_softmax
 
@@ -33,7 +33,7 @@ def export_model(
     keep_softmax: bool = True,
     bilm_tf: bool = True,
 ) -> list[Path]:
-    """Write ``output_dir``: config.json + model.safetensors (+ vocab.txt with the softmax) and, with
+    """Write ``output_dir``: config.json + model.safetensors or its shards (+ vocab.txt with the softmax) and, with
     ``bilm_tf``, options.json + weights.hdf5 (always float32; bilm-tf has no softmax)."""
     source = resolve_model_dir(model)
     out = Path(output_dir)
@@ -44,7 +44,7 @@ def export_model(
     else:
         bilm = load_bilm(source)
         save_bilm(bilm, out, dtype=dtype)
-    written = [out / CONFIG_NAME, out / "model.safetensors"]
+    written = [out / CONFIG_NAME, *weight_files(out)]
     if bilm_tf:
         written += list(export_bilm_tf(bilm, out))
     return written
