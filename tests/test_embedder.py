@@ -63,12 +63,22 @@ def test_odd_input(embedder):
     assert s.shape == (3, 1, 32)
 
 
+def test_autocast_runs_and_stays_close_to_float32():
+    """Autocast (bf16 on CPU here; fp16/bf16 on CUDA) through the char CNN, the cache and the LSTMs."""
+    sentences = [["The", "bank", "closed", "."], ["Rivers", "flood"]]
+    exact = ElmoEmbedder(tiny_bilm()).embed_sentences(sentences)
+    lowered = ElmoEmbedder(tiny_bilm(), autocast_dtype=torch.bfloat16).embed_sentences(sentences)
+    for a, b in zip(exact, lowered):
+        assert b.dtype == np.float32 and b.shape == a.shape
+        np.testing.assert_allclose(b, a, atol=0.1 * np.abs(a).max())
+
+
 def test_token_cache_is_bounded(embedder):
     embedder.token_cache_size = 10
     embedder.embed_sentences([[f"w{i}" for i in range(50)]])
-    assert len(embedder._token_cache) <= 52
+    assert len(embedder.token_cache) == 10 and embedder.token_cache.max_size == 10
     embedder.embed_sentences([["a"]])
-    assert len(embedder._token_cache) <= 10
+    assert len(embedder.token_cache) == 10 and "a" in embedder.token_cache
 
 
 def test_iter_embed_streams_in_input_order(embedder):

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from itertools import islice
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from spacy_contextual.formats.bilm_tf import load_bilm_tf
 from spacy_contextual.models.bilm import BiLM
 from spacy_contextual.models.chars import batch_to_ids
 from spacy_contextual.training.config import PretrainConfig, apply_overrides, parse_overrides
-from spacy_contextual.training.corpus import BatchStream, iter_sentences
+from spacy_contextual.training.corpus import BatchStream, Windows, WindowStream, iter_sentences
 from spacy_contextual.training.evaluate import load_language_model, perplexity
 from spacy_contextual.training.finetune import finetune
 from spacy_contextual.training.lm import BidirectionalLM, SoftmaxConfig
@@ -123,6 +124,55 @@ def test_lm_loss_is_the_sum_of_forward_and_backward_predictions(corpus):
         assert torch.allclose(one_by_one[2].forward_nll, manual, atol=1e-5)
 
 
+def test_window_stream_deals_sentences_into_continuous_rows_and_resumes(corpus):
+    train, _ = corpus
+    stream = WindowStream([train], batch_tokens=60, bptt_steps=5, chunk_sentences=150, seed=3)
+    assert stream.rows == 12
+    first = [(pos, windows) for (pos, windows), _ in zip(stream(), range(400))]
+    epoch_0 = [w for pos, w in first if pos.epoch == 0]
+    assert first[-1][0].epoch >= 1
+    assert all(len(window) == 6 for w in epoch_0 for window in w.forward + w.backward)
+    sentences = list(map(tuple, iter_sentences(train)))
+    seen = []
+    for row in range(stream.rows):
+        forward = epoch_0[0].forward[row][:1] + [t for w in epoch_0 for t in w.forward[row][1:]]
+        backward = epoch_0[0].backward[row][:1] + [t for w in epoch_0 for t in w.backward[row][1:]]
+        for w, following in zip(epoch_0, epoch_0[1:]):  # consecutive windows overlap by one token
+            assert w.forward[row][-1] == following.forward[row][0]
+        text = " ".join(forward).split("</S>")
+        complete = [tuple(part.split()[1:]) for part in text[:-1]]  # "<S> w1 .. wn"
+        assert all(part.split()[0] == "<S>" for part in text[:-1])
+        seen += complete
+        reversed_text = " ".join(backward).split("<S>")
+        assert [tuple(reversed(part.split()[1:])) for part in reversed_text[:-1]] == complete
+    assert not Counter(seen) - Counter(sentences)  # every sentence at most once per epoch
+    assert len(seen) > 0.9 * len(sentences)  # only the rows' unfinished tails are left out
+    for start in (17, len(epoch_0) - 1):
+        resumed = [(pos, w) for (pos, w), _ in zip(stream(first[start][0]), range(10))]
+        assert resumed == first[start + 1 : start + 11]
+
+
+def test_window_loss_with_carried_state_equals_one_long_window(corpus):
+    """Truncated BPTT: two consecutive windows from the carried states score exactly like one window
+    twice as long from zero state."""
+    train, _ = corpus
+    vocab = Vocabulary.build([train], min_count=2)
+    torch.manual_seed(0)
+    lm = BidirectionalLM(BiLM(tiny_config()), vocab, SoftmaxConfig([50, 200], 2.0)).eval()
+    stream = WindowStream([train], batch_tokens=24, bptt_steps=8)
+    (_, a), (_, b) = islice(stream(), 2)
+    joined = Windows([x + y[1:] for x, y in zip(a.forward, b.forward)], [x + y[1:] for x, y in zip(a.backward, b.backward)])
+    with torch.no_grad():
+        first = lm(a)
+        second = lm(b, first.states)
+        whole = lm(joined)
+        fresh = lm(b)
+    assert whole.predictions == first.predictions + second.predictions == 3 * 16
+    assert torch.allclose(first.forward_nll + second.forward_nll, whole.forward_nll, rtol=1e-5)
+    assert torch.allclose(first.backward_nll + second.backward_nll, whole.backward_nll, rtol=1e-5)
+    assert not torch.allclose(fresh.forward_nll, second.forward_nll, rtol=1e-3)  # the state matters
+
+
 # -- the trainer ---------------------------------------------------------------------------------
 
 
@@ -138,6 +188,39 @@ def test_training_lowers_validation_perplexity(corpus, tmp_path):
     assert summary["valid"]["average"] < 0.5 * before
     trained, _ = load_language_model(tmp_path / "run" / "model")
     assert perplexity(trained, config.data.valid)["average"] == pytest.approx(summary["valid"]["average"], rel=1e-5)
+
+
+def test_training_with_bptt_windows_lowers_validation_perplexity(corpus, tmp_path):
+    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=40)
+    config.data.batching, config.data.bptt_steps = "windows", 10
+    torch.manual_seed(0)
+    summary = pretrain(config, log=quiet)
+    vocab = Vocabulary.load(tmp_path / "run" / "vocab.txt")
+    torch.manual_seed(config.training.seed)
+    untrained = BidirectionalLM(BiLM(config.model), vocab, config.softmax)
+    assert summary["valid"]["average"] < 0.5 * perplexity(untrained, config.data.valid)["average"]
+    assert summary["tokens"] > 0
+
+
+def test_sampled_softmax_training_lowers_validation_perplexity_and_reloads(corpus, tmp_path):
+    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=40)
+    config.softmax.kind, config.softmax.negatives = "sampled", 64
+    torch.manual_seed(0)
+    summary = pretrain(config, log=quiet)
+    vocab = Vocabulary.load(tmp_path / "run" / "vocab.txt")
+    torch.manual_seed(config.training.seed)
+    untrained = BidirectionalLM(BiLM(config.model), vocab, config.softmax)
+    assert summary["valid"]["average"] < 0.5 * perplexity(untrained, config.data.valid)["average"]
+    trained, _ = load_language_model(tmp_path / "run" / "model")
+    assert trained.softmax_config.kind == "sampled"
+    assert perplexity(trained, config.data.valid)["average"] == pytest.approx(summary["valid"]["average"], rel=1e-5)
+
+
+def test_unknown_batching_is_named(corpus, tmp_path):
+    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=2)
+    config.data.batching = "stream"
+    with pytest.raises(ValueError, match="data.batching must be 'sentences' or 'windows'"):
+        pretrain(config, log=quiet)
 
 
 def test_same_seed_gives_identical_weights(corpus, tmp_path):

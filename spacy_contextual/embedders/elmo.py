@@ -2,14 +2,13 @@
 
 Sentences are sorted by length and batched under a token budget (padding costs the LSTM time), and
 the char-CNN token vector of each distinct word is computed once and kept in an LRU cache across
-batches (the CNN is most of a small ELMo's FLOPs and text repeats its words). Results come back in
-input order. Stateless by default; ``stateful=True`` runs consecutive batches in input order and
-carries LSTM state per batch row, as AllenNLP's ``ElmoEmbedder`` does.
+batches (``models/token_cache.py``: the CNN is most of a small ELMo's FLOPs and text repeats its
+words). Results come back in input order. Stateless by default; ``stateful=True`` runs consecutive
+batches in input order and carries LSTM state per batch row, as AllenNLP's ``ElmoEmbedder`` does.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
@@ -21,7 +20,7 @@ import torch
 from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..models.bilm import BiLM
-from ..models.chars import BOS_TOKEN, EOS_TOKEN, batch_to_ids
+from ..models.token_cache import TokenVectorCache
 
 PathLike = Union[str, Path]
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "elmo"
@@ -50,9 +49,8 @@ class ElmoEmbedder:
             raise RuntimeError("device 'cuda' was asked for but torch sees no CUDA device; use device='cpu'")
         self.bilm = bilm.to(self.device).eval()
         self.max_batch_tokens = max_batch_tokens
-        self.token_cache_size = token_cache_size
         self.autocast_dtype = autocast_dtype
-        self._token_cache: "OrderedDict[str, torch.Tensor]" = OrderedDict()
+        self.token_cache = TokenVectorCache(token_cache_size)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -77,6 +75,14 @@ class ElmoEmbedder:
     @property
     def output_dim(self) -> int:
         return self.bilm.output_dim
+
+    @property
+    def token_cache_size(self) -> int:
+        return self.token_cache.max_size
+
+    @token_cache_size.setter
+    def token_cache_size(self, size: int) -> None:
+        self.token_cache.max_size = size
 
     @property
     def stateful(self) -> bool:
@@ -142,23 +148,4 @@ class ElmoEmbedder:
 
     def _token_vectors(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Char-CNN vectors with boundaries, (B, T+2, P), through the LRU word cache; and the mask."""
-        words = {word for sentence in sentences for word in sentence} | {BOS_TOKEN, EOS_TOKEN}
-        missing = [w for w in words if w not in self._token_cache]
-        if missing:
-            ids = batch_to_ids([missing])[0].to(self.device)
-            for word, vector in zip(missing, self.bilm.token_encoder(ids)):
-                self._token_cache[word] = vector
-        for word in words:
-            self._token_cache.move_to_end(word)
-        while len(self._token_cache) > max(self.token_cache_size, len(words)):
-            self._token_cache.popitem(last=False)
-        vocabulary = list(words)
-        row_of = {word: row + 1 for row, word in enumerate(vocabulary)}  # row 0: padding
-        table = torch.stack([self._token_cache[w] for w in vocabulary])
-        table = torch.cat([table.new_zeros(1, table.shape[1]), table])
-        steps = max(len(s) for s in sentences) + 2
-        index = torch.zeros(len(sentences), steps, dtype=torch.long)
-        for row, sentence in enumerate(sentences):
-            index[row, : len(sentence) + 2] = torch.tensor([row_of[w] for w in (BOS_TOKEN, *sentence, EOS_TOKEN)])
-        index = index.to(self.device)
-        return table[index], index > 0
+        return self.token_cache.token_vectors(self.bilm.token_encoder, sentences)

@@ -17,7 +17,7 @@ layer and direction from call to call per batch row, exactly as bilm-tf and Alle
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Sequence
 
 import torch
 from torch import nn
@@ -31,7 +31,7 @@ from .chars import (
     add_sentence_boundaries,
     batch_to_ids,
 )
-from .lstm import ProjectedLSTM
+from .lstm import ProjectedLSTM, State
 
 
 @dataclass
@@ -212,30 +212,38 @@ class BiLM(nn.Module):
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> BiLMOutput:
         """Run the LSTM stacks over token vectors ``(B, T+2, P)`` (boundaries included)."""
-        mask_f = mask.unsqueeze(-1).to(tokens.dtype)
-        tokens = tokens * mask_f
+        tokens = tokens * mask.unsqueeze(-1).to(tokens.dtype)
         lengths = mask.sum(-1)
-        activations = [torch.cat([tokens, tokens], dim=-1)]
         initial = self._initial_states(tokens.shape[0], tokens)
-        finals_h, finals_c = [], []
-        fwd_in = bwd_in = tokens
-        for index, (fwd_layer, bwd_layer) in enumerate(zip(self.forward_layers, self.backward_layers)):
-            fwd_state = bwd_state = None
-            if initial is not None:
-                fwd_state, bwd_state = self._split_state(initial, index)
-            fwd_out, (fwd_h, fwd_c) = fwd_layer(self.dropout(fwd_in), lengths, fwd_state)
-            bwd_rev, (bwd_h, bwd_c) = bwd_layer(self.dropout(reverse_padded(bwd_in, lengths)), lengths, bwd_state)
-            bwd_out = reverse_padded(bwd_rev, lengths)
-            if index > 0 and self.config.use_skip_connections:
-                fwd_out = fwd_out + fwd_in
-                bwd_out = bwd_out + bwd_in
-            activations.append(torch.cat([fwd_out, bwd_out], dim=-1))
-            finals_h.append(torch.cat([fwd_h, bwd_h], -1))
-            finals_c.append(torch.cat([fwd_c, bwd_c], -1))
-            fwd_in, bwd_in = fwd_out, bwd_out
+        fwd_states = bwd_states = None
+        if initial is not None:
+            fwd_states, bwd_states = zip(*(self._split_state(initial, j) for j in range(self.config.n_layers)))
+        fwd_outs, fwd_finals = self.run_direction(self.forward_layers, tokens, lengths, fwd_states)
+        bwd_outs, bwd_finals = self.run_direction(self.backward_layers, reverse_padded(tokens, lengths), lengths, bwd_states)
+        activations = [torch.cat([tokens, tokens], dim=-1)]
+        activations += [torch.cat([f, reverse_padded(b, lengths)], dim=-1) for f, b in zip(fwd_outs, bwd_outs)]
         if self.stateful:
-            self._update_states(torch.stack(finals_h), torch.stack(finals_c))
+            self._update_states(
+                torch.stack([torch.cat([f[0], b[0]], -1) for f, b in zip(fwd_finals, bwd_finals)]),
+                torch.stack([torch.cat([f[1], b[1]], -1) for f, b in zip(fwd_finals, bwd_finals)]),
+            )
         return BiLMOutput(activations, mask)
+
+    def run_direction(
+        self, layers: nn.ModuleList, inputs: torch.Tensor, lengths: torch.Tensor, states: Optional[Sequence[State]] = None
+    ) -> tuple[list[torch.Tensor], list[State]]:
+        """One direction's stacked LSTMs over ``inputs`` (B, T, P) in the order given (the backward
+        stack is given the tokens reversed): out_j = lstm_j(out_{j-1}) (+ out_{j-1} for j >= 1 with
+        skip connections). Returns every layer's outputs and final (h, c)."""
+        outputs, finals = [], []
+        for index, layer in enumerate(layers):
+            out, final = layer(self.dropout(inputs), lengths, None if states is None else states[index])
+            if index > 0 and self.config.use_skip_connections:
+                out = out + inputs
+            outputs.append(out)
+            finals.append(final)
+            inputs = out
+        return outputs, finals
 
     # -- statefulness (AllenNLP ``_EncoderBase`` row semantics) ---------------------------------
 

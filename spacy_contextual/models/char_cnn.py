@@ -82,7 +82,7 @@ class CharCNN(nn.Module):
         ids = char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)
         y = ids.new_empty(ids.shape[0], self.n_filters, dtype=self.char_embedding.weight.dtype)
         for rows, span in self._spans(ids):
-            y[rows] = self._max_pooled_features(ids[rows, :span])
+            y[rows] = self._max_pooled_features(ids[rows, :span]).to(y.dtype)  # autocast may lower it
         for highway in self.highways:
             y = highway(y)
         if self.projection is not None:

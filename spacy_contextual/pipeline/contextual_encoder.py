@@ -86,11 +86,11 @@ def forward(model: Model, docs: List[Doc], is_train: bool):
     batches = plan_batches(segments, model.attrs["max_batch_tokens"], keep_order=model.attrs["stateful"])
     callbacks = []
     for batch in batches:
-        inputs = shim.prepare_inputs([[docs[s.doc_index][i].text for i in s.token_indices] for s in batch])
+        words = [[docs[s.doc_index][i].text for i in s.token_indices] for s in batch]
         if trainable:
-            output, torch_backprop = shim.begin_update(inputs)
+            output, torch_backprop = shim.begin_update(shim.prepare_inputs(words))
         else:
-            output, torch_backprop = shim.predict(inputs), None
+            output, torch_backprop = shim.predict_words(words), None
         layers = shim.token_layers(output)
         values = torch2xp(layers.detach().float(), ops=model.ops)
         for row, segment in enumerate(batch):

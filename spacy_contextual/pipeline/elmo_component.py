@@ -39,6 +39,7 @@ window = 128
 max_batch_tokens = 4096
 stateful = false
 mixed_precision = false
+token_cache_size = 50000
 """
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
 

@@ -3,6 +3,10 @@
 Per token k the layer returns h_{k,0} = [x_k; x_k] (char CNN) and h_{k,j} = [fwd_{k,j}; bwd_{k,j}]
 for the L LSTM layers: an array (L + 1, len(doc), 2P) per Doc.
 
+At inference (and in training with ``frozen = true``) the char-CNN vectors come from an LRU cache
+of word types (``models/token_cache.py``, shared with ``ElmoEmbedder``), emptied whenever the
+weights change; while gradients flow into the biLM, ``BiLM.forward`` runs the CNN on every batch.
+
 Weights are loaded at ``nlp.initialize()`` from the loader named in
 ``[initialize.components.elmo.loader]`` (our model directory, the bundled default, or bilm-tf
 options + HDF5 weights), then stored inside the pipeline.
@@ -10,6 +14,7 @@ options + HDF5 weights), then stored inside the pipeline.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Callable, List, Optional, Sequence
 
 import spacy
@@ -23,6 +28,7 @@ from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..models.bilm import BiLM, BiLMConfig, BiLMOutput
 from ..models.chars import MAX_CHARACTERS_PER_TOKEN, token_to_char_ids
+from ..models.token_cache import TokenVectorCache
 from .contextual_encoder import ContextualEncoder
 from .encoder_shim import EncoderShim, optional_str
 
@@ -30,16 +36,49 @@ from .encoder_shim import EncoderShim, optional_str
 class BiLMShim(EncoderShim):
     description = "ELMo biLM"
 
-    def __init__(self, stateful: bool = False, mixed_precision: bool = False):
+    def __init__(self, stateful: bool = False, mixed_precision: bool = False, token_cache_size: int = 50_000):
         super().__init__(mixed_precision=mixed_precision)
         self.stateful = stateful
+        self.token_cache = TokenVectorCache(token_cache_size)
 
     def load(self, module: torch.nn.Module) -> None:
         if not isinstance(module, BiLM):
             raise TypeError(f"the ELMo component needs a BiLM, got {type(module).__name__}")
         module.stateful = self.stateful
         module.reset_states()
+        self.token_cache.clear()
         super().load(module)
+
+    # -- inference through the token cache; emptied whenever the weights change -------------------
+
+    def predict_words(self, words: Sequence[Sequence[str]]) -> BiLMOutput:
+        """``predict`` with the char-CNN vectors from the token cache (off when its size is 0)."""
+        if self.token_cache.max_size <= 0:
+            return super().predict_words(words)
+        module = self.module
+        module.eval()
+        with torch.no_grad(), torch.autocast("cuda", enabled=self._mixed_precision):
+            output = module.encode(*self.token_cache.token_vectors(module.token_encoder, words))
+        module.train()  # as PyTorchShim.predict leaves it
+        return output
+
+    def finish_update(self, optimizer) -> None:
+        if self._model is not None and any(p.grad is not None for p in self._model.token_encoder.parameters()):
+            self.token_cache.clear()
+        super().finish_update(optimizer)
+
+    @contextmanager
+    def use_params(self, params):
+        self.token_cache.clear()  # e.g. the optimizer's parameter averages while evaluating
+        try:
+            with super().use_params(params):
+                yield
+        finally:
+            self.token_cache.clear()
+
+    def to_device(self, device_type: str, device_id: int) -> None:
+        self.token_cache.clear()
+        super().to_device(device_type, device_id)
 
     def module_config(self) -> dict[str, Any]:
         return {"bilm": self.module.config.to_dict()}
@@ -70,12 +109,17 @@ class BiLMShim(EncoderShim):
 
 @spacy.registry.architectures("spacy-contextual.ElmoEncoder.v1")
 def elmo_encoder_v1(
-    window: int = 128, max_batch_tokens: int = 4096, stateful: bool = False, mixed_precision: bool = False
+    window: int = 128,
+    max_batch_tokens: int = 4096,
+    stateful: bool = False,
+    mixed_precision: bool = False,
+    token_cache_size: int = 50_000,
 ) -> Model[List[Doc], List[Floats3d]]:
     """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
     tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
-    deterministic); ``mixed_precision``: autocast on CUDA."""
-    shim = BiLMShim(stateful=stateful, mixed_precision=mixed_precision)
+    deterministic); ``mixed_precision``: autocast on CUDA; ``token_cache_size``: word types whose
+    char-CNN vectors are kept for inference (0: no cache)."""
+    shim = BiLMShim(stateful=stateful, mixed_precision=mixed_precision, token_cache_size=token_cache_size)
     return ContextualEncoder("elmo_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=stateful)
 
 

@@ -39,6 +39,11 @@ class EncoderShim(PyTorchShim):
         """The module's arguments for a batch of token-string lists (on ``self.device``)."""
         raise NotImplementedError
 
+    def predict_words(self, words: Sequence[Sequence[str]]) -> Any:
+        """Inference on a batch of token-string lists: ``predict(prepare_inputs(words))``, unless a
+        subclass has a faster way (the ELMo shim's token-vector cache)."""
+        return self.predict(self.prepare_inputs(words))
+
     def token_layers(self, output: Any) -> torch.Tensor:
         """The module's output as (B, n_layers, T, width), row b's tokens at positions 0..len_b-1."""
         raise NotImplementedError

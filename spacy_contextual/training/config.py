@@ -23,6 +23,8 @@ class DataConfig:
     vocab: Optional[str] = None  # vocab.txt; built from ``train`` when missing
     min_count: int = 3
     batch_tokens: int = 2000  # tokens per batch and process, <S>/</S> and padding included
+    batching: str = "sentences"  # sentences (zero state per sentence) | windows (truncated BPTT, state carried)
+    bptt_steps: int = 20  # window length for batching = "windows" (rows = batch_tokens // bptt_steps)
     chunk_sentences: int = 10000
     valid_sentences: int = 2000  # periodic validation uses the first N sentences of ``valid``
 

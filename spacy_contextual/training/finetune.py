@@ -41,7 +41,7 @@ def finetune(
         vocab = Vocabulary.load(config.data.vocab) if config.data.vocab else Vocabulary.build(config.data.train, config.data.min_count)
         lm, new_softmax = load_language_model(model, options_file, vocab=vocab, softmax_config=config.softmax, seed=config.training.seed)
         log(
-            f"{model} has no LM softmax (bilm-tf weight files never do): initialised a new adaptive softmax over "
+            f"{model} has no LM softmax (bilm-tf weight files never do): initialised a new {lm.softmax_config.kind} softmax over "
             f"{len(vocab)} words of the new text; its perplexity before fine-tuning is that of an untrained softmax"
         )
     config = replace(config, model=lm.bilm.config, softmax=lm.softmax_config)

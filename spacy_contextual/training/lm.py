@@ -7,14 +7,18 @@ For ``<S> t_1 .. t_N </S>`` and the biLM's top layer ``[fwd_k; bwd_k]`` at every
     loss       = L_forward + L_backward
 
 Both directions share the char-CNN token encoder and one softmax over the vocabulary (an adaptive
-softmax, Grave et al. 2017); the LSTM stacks are separate (they are the biLM's forward/backward
+softmax, Grave et al. 2017, or bilm-tf's sampled softmax); the LSTM stacks are separate (they are the biLM's forward/backward
 layers). Perplexity of a direction = exp(its summed NLL / number of predictions).
+
+With truncated BPTT (``corpus.Windows``) each direction reads its own continuous stream instead
+(the backward stream holds every sentence reversed), from the LSTM state carried over from the
+previous window, and every position predicts the next token of its stream.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence, Union
 
 import torch
 from torch import nn
@@ -22,31 +26,46 @@ from torch import nn
 from ..formats.bilm_dir import save_bilm
 from ..models.bilm import BiLM
 from ..models.chars import add_sentence_boundaries, batch_to_ids
+from .corpus import Windows
+from .sampled_softmax import SampledSoftmax
 from .vocab import Vocabulary
 
 
 @dataclass
 class SoftmaxConfig:
-    """``torch.nn.AdaptiveLogSoftmaxWithLoss`` settings; cutoffs beyond the vocabulary are dropped."""
+    """The shared LM softmax: ``kind = "adaptive"`` (``torch.nn.AdaptiveLogSoftmaxWithLoss`` with
+    ``cutoffs`` and ``div_value``; cutoffs beyond the vocabulary are dropped) or ``"sampled"``
+    (bilm-tf's sampled softmax with ``negatives`` shared negatives, exact full softmax in eval)."""
 
     cutoffs: list = field(default_factory=lambda: [2000, 10000])
     div_value: float = 4.0
+    kind: str = "adaptive"
+    negatives: int = 8192
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def build_softmax(input_dim: int, vocab_size: int, config: SoftmaxConfig) -> nn.AdaptiveLogSoftmaxWithLoss:
+def build_softmax(input_dim: int, vocab_size: int, config: SoftmaxConfig) -> nn.Module:
+    if config.kind == "sampled":
+        return SampledSoftmax(input_dim, vocab_size, min(config.negatives, vocab_size))
+    if config.kind != "adaptive":
+        raise ValueError(f"softmax.kind must be 'adaptive' or 'sampled', got {config.kind!r}")
     cutoffs = [c for c in config.cutoffs if 0 < c < vocab_size - 1]
     if not cutoffs:
         raise ValueError(f"the vocabulary ({vocab_size} words) is too small for the softmax cutoffs {config.cutoffs}")
     return nn.AdaptiveLogSoftmaxWithLoss(input_dim, vocab_size, cutoffs, div_value=config.div_value)
 
 
+DirectionStates = list  # one (h, c) per LSTM layer of a direction
+CarriedStates = tuple  # (forward DirectionStates, backward DirectionStates), detached
+
+
 class LMLoss(NamedTuple):
     forward_nll: torch.Tensor  # summed over predictions
     backward_nll: torch.Tensor
     predictions: int  # per direction
+    states: Optional[CarriedStates] = None  # TBPTT: the final LSTM states, to carry into the next windows
 
     @property
     def mean(self) -> torch.Tensor:
@@ -70,8 +89,14 @@ class BidirectionalLM(nn.Module):
         info = {**(info or {}), "softmax": self.softmax_config.to_dict()}
         return save_bilm(self.bilm, path, softmax=self.softmax.state_dict(), vocab=self.vocab.words, dtype=dtype, info=info)
 
-    def forward(self, sentences: Sequence[Sequence[str]]) -> LMLoss:
-        device = self.softmax.head.weight.device
+    def forward(self, batch: Union[Sequence[Sequence[str]], Windows], states: Optional[CarriedStates] = None) -> LMLoss:
+        """The loss of a sentence batch (from zero state) or of TBPTT windows (from ``states``)."""
+        if isinstance(batch, Windows):
+            return self._windows_loss(batch, states)
+        return self._sentences_loss(batch)
+
+    def _sentences_loss(self, sentences: Sequence[Sequence[str]]) -> LMLoss:
+        device = self.bilm.token_encoder.char_embedding.weight.device
         char_ids, mask = add_sentence_boundaries(batch_to_ids(sentences).to(device))
         top = self.bilm.encode(self.bilm.embed_tokens(char_ids), mask).activations[-1]
         P = self.bilm.config.projection_dim
@@ -86,6 +111,22 @@ class BidirectionalLM(nn.Module):
         forward_nll = -self.softmax(forward_out, word_ids[:, 1:][predicting]).output.sum()
         backward_nll = -self.softmax(backward_out, word_ids[:, :-1][predicting]).output.sum()
         return LMLoss(forward_nll, backward_nll, int(predicting.sum()))
+
+    def _windows_loss(self, windows: Windows, states: Optional[CarriedStates]) -> LMLoss:
+        device = self.bilm.token_encoder.char_embedding.weight.device
+        P = self.bilm.config.projection_dim
+        streams = (windows.forward, windows.backward)
+        inputs = [window[:-1] for stream in streams for window in stream]
+        tokens = self.bilm.embed_tokens(batch_to_ids(inputs).to(device)).split(len(windows.forward))
+        lengths = torch.full((len(windows.forward),), tokens[0].shape[1], device=device)
+        nlls, finals = [], []
+        layer_stacks = (self.bilm.forward_layers, self.bilm.backward_layers)
+        for layers, stream, vectors, carried in zip(layer_stacks, streams, tokens, states or (None, None)):
+            outputs, final = self.bilm.run_direction(layers, vectors, lengths, carried)
+            targets = torch.tensor([[self.vocab[w] for w in window[1:]] for window in stream], device=device)
+            nlls.append(-self.softmax(self.dropout(outputs[-1].reshape(-1, P)), targets.reshape(-1)).output.sum())
+            finals.append([(h.detach(), c.detach()) for h, c in final])
+        return LMLoss(nlls[0], nlls[1], targets.numel(), tuple(finals))
 
     def set_dropout(self, rate: float) -> None:
         """Dropout on the LSTM inputs (the biLM's) and on the top layer before the softmax."""

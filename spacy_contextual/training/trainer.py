@@ -1,9 +1,11 @@
 """The biLM pretraining / fine-tuning loop: single process, or DDP under ``torchrun``.
 
-Each step: a batch of length-sorted sentences -> loss = (L_forward + L_backward) / predictions ->
+Each step: a batch of length-sorted sentences (or, with ``data.batching = "windows"``, one window of
+truncated BPTT from the carried LSTM states) -> loss = (L_forward + L_backward) / predictions ->
 backward -> clip the global gradient norm -> optimizer step with a warmup + linear-decay learning
 rate. Every ``checkpoint_minutes`` a checkpoint is written (``--resume`` continues from it: same
-weights, optimizer state, step, stream position and RNG, hence the same run); every
+weights, optimizer state, step, stream position and RNG, hence the same run; TBPTT restarts its
+carried state from zero); every
 ``validate_minutes`` the validation perplexity is measured and, when it improved, the fp16 biLM is
 written to ``export_dir``.
 
@@ -28,9 +30,10 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from ..models.bilm import BiLM
+from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import PretrainConfig
-from .corpus import BatchStream, StreamPosition
+from .corpus import BatchStream, StreamPosition, Windows, WindowStream
 from .evaluate import perplexity
 from .lm import BidirectionalLM
 from .vocab import Vocabulary
@@ -195,16 +198,25 @@ class Trainer:
             flags = int(flag_tensor.item())
         return flags
 
-    def train(self) -> dict:
+    def _stream(self):
         t, d = self.config.training, self.config.data
-        stream = BatchStream(d.train, d.batch_tokens, d.chunk_sentences, t.seed, self.runtime.rank, self.runtime.world_size)
+        shard = dict(seed=t.seed, rank=self.runtime.rank, world_size=self.runtime.world_size)
+        if d.batching == "sentences":
+            return BatchStream(d.train, d.batch_tokens, d.chunk_sentences, **shard)
+        if d.batching == "windows":
+            return WindowStream(d.train, d.batch_tokens, d.bptt_steps, d.chunk_sentences, **shard)
+        raise ValueError(f"data.batching must be 'sentences' or 'windows', got {d.batching!r}")
+
+    def train(self) -> dict:
+        t = self.config.training
+        stream = self._stream()
         start = StreamPosition(*self.state["positions"][self.runtime.rank])
         started = last_checkpoint = last_validate = time.time()
         seconds_before = self.state["train_seconds"]
         self.lm.train()
         bar = tqdm(total=t.max_steps, initial=self.state["step"], disable=not self.runtime.main, unit="step", dynamic_ncols=True)
         smoothed_loss, window_tokens, window_start = None, 0, time.time()
-        position = start
+        position, carried = start, None
         batches = stream(start)
         while True:
             flags = self._events(started, last_checkpoint, last_validate)
@@ -217,15 +229,16 @@ class Trainer:
                 last_checkpoint = time.time()
             if flags & STOP:
                 break
-            position, sentences = next(batches)
+            position, batch = next(batches)
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.config, self.state["step"])
-            loss = self.model(sentences)
+            loss = self.model(batch, carried)
+            carried = loss.states
             self.optimizer.zero_grad(set_to_none=True)
             loss.mean.backward()
             torch.nn.utils.clip_grad_norm_(self.lm.parameters(), t.grad_clip)
             self.optimizer.step()
-            tokens = sum(len(s) for s in sentences) * self.runtime.world_size  # other ranks: estimated alike
+            tokens = count_words(batch) * self.runtime.world_size  # other ranks: estimated alike
             self.state["step"] += 1
             self.state["tokens"] += tokens
             window_tokens += tokens
@@ -248,6 +261,13 @@ class Trainer:
             self.lm.save(self.output_dir / "model", info={"valid_perplexity": final, "train_tokens": self.state["tokens"], "step": self.state["step"]})
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
+
+
+def count_words(batch) -> int:
+    """Corpus words in a batch (sentence boundaries not counted)."""
+    if isinstance(batch, Windows):
+        return sum(1 for window in batch.forward for word in window[:-1] if word not in (BOS_TOKEN, EOS_TOKEN))
+    return sum(len(sentence) for sentence in batch)
 
 
 def build_language_model(config: PretrainConfig, vocab: Vocabulary) -> BidirectionalLM:
