@@ -126,7 +126,7 @@ class BidirectionalLM(nn.Module):
             targets = torch.tensor([[self.vocab[w] for w in window[1:]] for window in stream], device=device)
             nlls.append(-self.softmax(self.dropout(outputs[-1].reshape(-1, P)), targets.reshape(-1)).output.sum())
             finals.append([(h.detach(), c.detach()) for h, c in final])
-        return LMLoss(nlls[0], nlls[1], targets.numel(), tuple(finals))
+        return LMLoss(nlls[0], nlls[1], int(lengths.sum()), tuple(finals))
 
     def set_dropout(self, rate: float) -> None:
         """Dropout on the LSTM inputs (the biLM's) and on the top layer before the softmax."""
