@@ -11,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
@@ -58,10 +57,9 @@ def served_app(script: Path, env: Optional[dict] = None, startup_timeout: float 
             if server.poll() is not None:
                 log.seek(0)
                 raise RuntimeError(f"streamlit exited with {server.returncode}:\n{log.read().decode(errors='replace')[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        break
+            try:  # the local server is up once its port accepts a connection (nothing leaves this machine)
+                with socket.create_connection(("127.0.0.1", port), timeout=2):
+                    break
             except OSError:
                 pass
             if time.monotonic() > deadline:
