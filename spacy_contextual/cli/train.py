@@ -43,7 +43,7 @@ def pretrain_command(
 def finetune_command(
     ctx: typer.Context,
     model: str = typer.Argument(..., help="Our model directory, 'default', or a bilm-tf weights.hdf5"),
-    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Config (JSON); its [model] is ignored"),
+    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Config (JSON); its model section is ignored (the model brings its own)"),
     options_file: Optional[Path] = typer.Option(None, "--options-file", exists=True, dir_okay=False, help="options.json of a bilm-tf model"),
     heldout: Optional[Path] = typer.Option(None, "--heldout", exists=True, dir_okay=False, help="Held-out text of the domain (default data.valid)"),
     resume: bool = typer.Option(False, "--resume"),
