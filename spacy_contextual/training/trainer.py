@@ -107,6 +107,8 @@ class Trainer:
         self.output_dir = Path(config.training.output_dir)
         self.lm = lm.to(runtime.device)
         self.lm.set_dropout(config.training.dropout)
+        # find_unused_parameters: a batch with no word of an adaptive-softmax tail cluster leaves that
+        # cluster without a gradient, which plain DDP rejects ("expected to have finished reduction")
         self.model = (
             DistributedDataParallel(self.lm, find_unused_parameters=True) if runtime.distributed else self.lm
         )
