@@ -16,7 +16,7 @@ from typing import Callable, Optional, Union
 from ..formats.bilm_dir import load_softmax
 from .config import PretrainConfig
 from .evaluate import load_language_model, perplexity
-from .trainer import pretrain
+from .trainer import pretrain, process_rank
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]
@@ -35,6 +35,8 @@ def finetune(
     if not config.data.train:
         raise ValueError("data.train is empty: give the domain's training text")
     heldout = heldout or config.data.valid
+    main = process_rank() == 0  # under torchrun only rank 0 scores the held-out text and reports
+    log = log if main else (lambda message: None)
     if has_softmax(model):
         lm, new_softmax = load_language_model(model)
     else:
@@ -49,11 +51,11 @@ def finetune(
     output_dir.mkdir(parents=True, exist_ok=True)
     lm.vocab.save(output_dir / "vocab.txt")
     config = replace(config, data=replace(config.data, vocab=str(output_dir / "vocab.txt")))
-    before = perplexity(lm, heldout) if heldout and not resume else None
+    before = perplexity(lm, heldout) if heldout and main and not resume else None
     if before:
         log(f"held-out perplexity before fine-tuning: forward {before['forward']:.1f} backward {before['backward']:.1f} average {before['average']:.1f}")
     training = pretrain(config, resume=resume, lm=lm, log=log)
-    after = perplexity(lm, heldout) if heldout else None
+    after = perplexity(lm, heldout) if heldout and main else None
     if after:
         log(f"held-out perplexity after fine-tuning: forward {after['forward']:.1f} backward {after['backward']:.1f} average {after['average']:.1f}")
     return {"new_softmax": new_softmax, "before": before, "after": after, "training": training}

@@ -56,9 +56,14 @@ class Runtime:
         return self.rank == 0
 
 
+def process_rank() -> int:
+    """This process's rank under torchrun (0 when run alone)."""
+    return int(os.environ.get("RANK", "0"))
+
+
 def setup_runtime(device: str) -> Runtime:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
+    rank = process_rank()
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda:
         local = int(os.environ.get("LOCAL_RANK", "0"))
