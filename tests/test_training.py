@@ -343,6 +343,24 @@ def test_cli_finetune_prints_perplexity_before_and_after(corpus, tmp_path):
     assert load_bilm(tmp_path / "ft" / "model").config.n_highway == 2  # the bilm-tf architecture is kept
 
 
+def test_cli_finetune_under_torchrun_trains_on_two_shards_and_reports_once(corpus, tmp_path):
+    root = FIXTURES / "tiny_anchor"
+    config_file = tmp_path / "config.json"
+    tiny_pretrain_config(corpus, tmp_path / "ft", max_steps=3).save(config_file)
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+        f"--master_port={free_port()}", "-m", "spacy_contextual", "finetune-elmo", str(root / "weights.hdf5"),
+        str(config_file), "--options-file", str(root / "options.json"),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("held-out perplexity before fine-tuning") == 1
+    assert result.stdout.count("held-out perplexity after fine-tuning") == 1
+    state = json.loads((tmp_path / "ft" / "checkpoint" / "trainer_state.json").read_text())
+    assert state["step"] == 3 and len(state["positions"]) == 2
+
+
 def test_export_reads_back_through_the_bilm_tf_loader_to_identical_outputs(corpus, tmp_path):
     pretrain(tiny_pretrain_config(corpus, tmp_path / "run", max_steps=3), log=quiet)
     result = CliRunner().invoke(app, ["export-elmo", str(tmp_path / "run"), str(tmp_path / "out")])
