@@ -387,6 +387,25 @@ def test_cli_pretrain_with_overrides_then_evaluate(corpus, tmp_path):
     assert "forward" in result.output and json.loads(scores.read_text())["sentences"] == 60
 
 
+@pytest.mark.parametrize("name", sorted(path.name for path in (REPO / "configs").glob("*.json")))
+def test_shipped_pretraining_configs_load_and_train(name, corpus, tmp_path):
+    """Every JSON config in configs/ still loads and its training and batching settings run (on a tiny
+    model and corpus), so none goes stale."""
+    shipped = PretrainConfig.load(REPO / "configs" / name)
+    tiny = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=2)
+    config = replace(
+        shipped,
+        model=tiny.model,
+        softmax=replace(tiny.softmax, kind=shipped.softmax.kind, negatives=min(shipped.softmax.negatives, 50)),
+        data=replace(shipped.data, train=tiny.data.train, valid=tiny.data.valid, vocab=None, batch_tokens=300, chunk_sentences=200, min_count=2),
+        training=replace(
+            shipped.training, output_dir=str(tmp_path / "run"), export_dir=None, max_steps=2, max_minutes=None,
+            validate_minutes=1e6, checkpoint_minutes=1e6, num_threads=torch.get_num_threads(), device="cpu",
+        ),  # fmt: skip
+    )
+    assert pretrain(config, log=quiet)["step"] == 2
+
+
 def test_bad_overrides_are_refused_with_the_fix():
     assert parse_overrides(["--training.lr", "0.1", "data.batch_tokens=5"]) == ["training.lr=0.1", "data.batch_tokens=5"]
     assert apply_overrides({}, ["training.lr=0.1", "data.train=[\"a.txt\"]"]) == {"training": {"lr": 0.1}, "data": {"train": ["a.txt"]}}
