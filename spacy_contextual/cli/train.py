@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -31,11 +30,11 @@ def pretrain_command(
 ) -> None:
     """Train a biLM from scratch (under torchrun: DDP, one corpus shard per process)."""
     from ..training.config import PretrainConfig, parse_overrides
-    from ..training.trainer import pretrain
+    from ..training.trainer import pretrain, process_rank
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
     summary = pretrain(config, resume=resume, log=typer.echo)
-    if os.environ.get("RANK", "0") == "0":
+    if process_rank() == 0:
         typer.echo(json.dumps(summary, indent=2))
 
 

@@ -48,8 +48,9 @@ def finetune(
         )
     config = replace(config, model=lm.bilm.config, softmax=lm.softmax_config)
     output_dir = Path(config.training.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    lm.vocab.save(output_dir / "vocab.txt")
+    if main:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        lm.vocab.save(output_dir / "vocab.txt")
     config = replace(config, data=replace(config.data, vocab=str(output_dir / "vocab.txt")))
     before = perplexity(lm, heldout) if heldout and main and not resume else None
     if before:
