@@ -78,30 +78,36 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norm, 1e-12)
 
 
-def probe_word(vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0) -> dict:
-    """Cross-validated MFS and per-layer centroid accuracy for one word's ``vectors`` (n, layers, dim)."""
+def centroid_predictions(vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-validated predictions for one word's ``vectors`` (n, layers, dim): the most frequent
+    sense of each instance's training folds (n,), and its nearest sense centroid per layer (n, layers)."""
     n = len(senses)
     if n < folds:
         raise ValueError(f"{n} instances cannot be split into {folds} folds")
     labels = np.asarray(senses)
     fold = fold_ids(n, folds, seed)
-    mfs_correct = 0
-    layer_correct = np.zeros(vectors.shape[1], dtype=int)
+    mfs_predicted = np.empty(n, dtype=labels.dtype)
+    layer_predicted = np.empty((n, vectors.shape[1]), dtype=labels.dtype)
     for k in range(folds):
         train, test = fold != k, fold == k
         names = sorted(set(labels[train]))
         counts = Counter(labels[train])
-        mfs = max(names, key=lambda s: (counts[s], -names.index(s)))
-        mfs_correct += int((labels[test] == mfs).sum())
+        mfs_predicted[test] = max(names, key=lambda s: (counts[s], -names.index(s)))
         centroids = np.stack([vectors[train & (labels == s)].mean(axis=0) for s in names], axis=1)  # (layers, senses, dim)
         similarity = np.einsum("nld,lsd->nls", _unit(vectors[test]), _unit(centroids))
-        predicted = np.asarray(names)[similarity.argmax(-1)]  # (n_test, layers)
-        layer_correct += (predicted == labels[test][:, None]).sum(0)
+        layer_predicted[test] = np.asarray(names)[similarity.argmax(-1)]
+    return mfs_predicted, layer_predicted
+
+
+def probe_word(vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0) -> dict:
+    """Cross-validated MFS and per-layer centroid accuracy for one word's ``vectors`` (n, layers, dim)."""
+    labels = np.asarray(senses)
+    mfs_predicted, layer_predicted = centroid_predictions(vectors, senses, folds, seed)
     return {
-        "instances": n,
+        "instances": len(labels),
         "senses": len(set(senses)),
-        "mfs_accuracy": mfs_correct / n,
-        "layer_accuracy": (layer_correct / n).tolist(),
+        "mfs_accuracy": float((mfs_predicted == labels).mean()),
+        "layer_accuracy": (layer_predicted == labels[:, None]).mean(0).tolist(),
     }
 
 
