@@ -88,10 +88,12 @@ def model_dir(tmp_path_factory):
     return save_bilm(tiny_bilm(), tmp_path_factory.mktemp("elmo") / "tiny")
 
 
-def build(model_dir, frozen=True, pipeline=None):
+def build(model_dir, frozen=True, pipeline=None, **elmo_model):
     fix_random_seed(0)
     config = Config().from_str(CONFIG, interpolate=False)
     config["components"]["elmo"]["frozen"] = frozen
+    if elmo_model:
+        config["components"]["elmo"]["model"] = {"@architectures": "spacy-contextual.ElmoEncoder.v1", **elmo_model}
     config["paths"]["elmo_model"] = str(model_dir)
     if pipeline:
         config["nlp"]["pipeline"] = pipeline

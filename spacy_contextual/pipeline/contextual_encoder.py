@@ -5,7 +5,9 @@ batched as described in ``segments.py``; each batch runs through the shim's PyTo
 
 ``model.attrs["frozen"]`` (set by the component): the module runs in eval mode under ``no_grad``
 and backprop is a no-op, also during training. Otherwise the gradient of every output row flows back
-into the module and ``finish_update`` updates it.
+into the module and ``finish_update`` updates it. Whenever no gradient is needed, segments found in
+the shim's segment cache (``segment_cache.py``; off unless ``segment_cache_mb`` > 0) are copied
+from it and only the others are encoded.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ def ContextualEncoder(
 ) -> Model[List[Doc], List[Floats3d]]:
     if max_batch_tokens < window + 2:
         raise ValueError(f"max_batch_tokens ({max_batch_tokens}) must be at least window + 2 ({window + 2})")
+    if stateful and shim.segment_cache.enabled:
+        raise ValueError(
+            "segment_cache_mb needs stateful = false: a stateful encoder's vectors depend on what it "
+            "encoded before, so they cannot be reused; set segment_cache_mb = 0 or stateful = false"
+        )
     model = Model(
         name,
         forward,
@@ -83,10 +90,21 @@ def forward(model: Model, docs: List[Doc], is_train: bool):
         if not doc_segs and model.attrs["stateful"]:
             doc_segs = [Segment(index, ())]  # a stateful row per doc, as in the reference, even if empty
         segments.extend(doc_segs)
-    batches = plan_batches(segments, model.attrs["max_batch_tokens"], keep_order=model.attrs["stateful"])
+    cache = shim.segment_cache if shim.segment_cache.enabled and not trainable else None
+    if cache is not None:
+        cache.validate(shim.weights_signature())
+    keys = {segment: tuple(docs[segment.doc_index][i].text for i in segment.token_indices) for segment in segments}
+    to_encode = []
+    for segment in segments:
+        cached = cache.get(keys[segment]) if cache is not None else None
+        if cached is None:
+            to_encode.append(segment)
+        else:
+            outputs[segment.doc_index][:, list(segment.token_indices)] = cached
+    batches = plan_batches(to_encode, model.attrs["max_batch_tokens"], keep_order=model.attrs["stateful"])
     callbacks = []
     for batch in batches:
-        words = [[docs[s.doc_index][i].text for i in s.token_indices] for s in batch]
+        words = [keys[segment] for segment in batch]
         if trainable:
             output, torch_backprop = shim.begin_update(shim.prepare_inputs(words))
         else:
@@ -94,7 +112,10 @@ def forward(model: Model, docs: List[Doc], is_train: bool):
         layers = shim.token_layers(output)
         values = torch2xp(layers.detach().float(), ops=model.ops)
         for row, segment in enumerate(batch):
-            outputs[segment.doc_index][:, list(segment.token_indices)] = values[row, :, : len(segment)]
+            segment_layers = values[row, :, : len(segment)]
+            outputs[segment.doc_index][:, list(segment.token_indices)] = segment_layers
+            if cache is not None:
+                cache.put(keys[segment], segment_layers)
         if torch_backprop is not None:
             callbacks.append((batch, layers, torch_backprop))
 

@@ -37,6 +37,7 @@ vector_layer = null
 window = 128
 max_batch_tokens = 4096
 mixed_precision = false
+segment_cache_mb = 0
 """
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
 

@@ -40,6 +40,7 @@ max_batch_tokens = 4096
 stateful = false
 mixed_precision = false
 token_cache_size = 50000
+segment_cache_mb = 0
 """
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
 

@@ -36,8 +36,14 @@ from .encoder_shim import EncoderShim, optional_str
 class BiLMShim(EncoderShim):
     description = "ELMo biLM"
 
-    def __init__(self, stateful: bool = False, mixed_precision: bool = False, token_cache_size: int = 50_000):
-        super().__init__(mixed_precision=mixed_precision)
+    def __init__(
+        self,
+        stateful: bool = False,
+        mixed_precision: bool = False,
+        token_cache_size: int = 50_000,
+        segment_cache_mb: int = 0,
+    ):
+        super().__init__(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
         self.stateful = stateful
         self.token_cache = TokenVectorCache(token_cache_size)
 
@@ -114,12 +120,20 @@ def elmo_encoder_v1(
     stateful: bool = False,
     mixed_precision: bool = False,
     token_cache_size: int = 50_000,
+    segment_cache_mb: int = 0,
 ) -> Model[List[Doc], List[Floats3d]]:
     """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
     tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
     deterministic); ``mixed_precision``: autocast on CUDA; ``token_cache_size``: word types whose
-    char-CNN vectors are kept for inference (0: no cache)."""
-    shim = BiLMShim(stateful=stateful, mixed_precision=mixed_precision, token_cache_size=token_cache_size)
+    char-CNN vectors are kept for inference (0: no cache); ``segment_cache_mb``: MiB of encoded
+    segments kept while the biLM is frozen, so repeated sentences (later training epochs) are not
+    encoded again (0: no cache)."""
+    shim = BiLMShim(
+        stateful=stateful,
+        mixed_precision=mixed_precision,
+        token_cache_size=token_cache_size,
+        segment_cache_mb=segment_cache_mb,
+    )
     return ContextualEncoder("elmo_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=stateful)
 
 

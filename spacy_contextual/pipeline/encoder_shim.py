@@ -4,13 +4,15 @@ The encoder's architecture is only known once its weights are loaded (``initiali
 shim starts empty and builds the module from the stored config when a pipeline is deserialized. No
 pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors bytes>}``.
 Subclasses say how to build the module, how to turn token strings into its inputs, and how to read
-its output as token-aligned layers (B, n_layers, T, width).
+its output as token-aligned layers (B, n_layers, T, width). The shim also owns the segment cache
+(``segment_cache.py``) of the layer's outputs, emptied with every change of weights.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any, Optional, Sequence
+from itertools import chain
+from typing import Any, Hashable, Optional, Sequence
 
 import srsly
 import torch
@@ -18,13 +20,16 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import ArgsKwargs, PyTorchShim, get_torch_default_device
 
+from .segment_cache import SegmentCache
+
 
 class EncoderShim(PyTorchShim):
     #: what the subclass encodes, for error messages ("ELMo biLM", "CoVe encoder")
     description = "encoder"
 
-    def __init__(self, mixed_precision: bool = False):
+    def __init__(self, mixed_precision: bool = False, segment_cache_mb: int = 0):
         super().__init__(None, mixed_precision=mixed_precision and torch.cuda.is_available())
+        self.segment_cache = SegmentCache(segment_cache_mb)
 
     # -- to implement ---------------------------------------------------------------------------
 
@@ -73,6 +78,19 @@ class EncoderShim(PyTorchShim):
 
     def load(self, module: torch.nn.Module) -> None:
         self._model = module.to(get_torch_default_device()).eval()
+        self.segment_cache.clear()
+
+    def weights_signature(self) -> Hashable:
+        """Changes whenever the outputs may: other tensors, in-place updates (optimizer steps,
+        ``use_params``), another device, the autocast setting."""
+        tensors = chain(self.module.parameters(), self.module.buffers())
+        return self._mixed_precision, tuple((id(t), t.data_ptr(), t._version, t.device) for t in tensors)
+
+    def finish_update(self, optimizer) -> None:
+        # thinc's update assigns new ``.data`` to each parameter, which leaves its version counter as it was
+        if self._model is not None and any(p.grad is not None for p in self._model.parameters()):
+            self.segment_cache.clear()
+        super().finish_update(optimizer)
 
     @property
     def device(self) -> torch.device:
