@@ -194,6 +194,9 @@ def test_training_lowers_validation_perplexity(corpus, tmp_path, data, softmax):
     before = perplexity(untrained, config.data.valid)["average"]
     assert summary["step"] == 40 and summary["tokens"] > 0
     assert summary["valid"]["average"] < 0.5 * before
+    state = json.loads((tmp_path / "run" / "checkpoint" / "trainer_state.json").read_text())
+    assert state["history"][-1] == summary["valid"]  # the last checkpoint knows the final validation,
+    assert state["best_valid"] == min(h["average"] for h in state["history"])  # so --resume exports only better
     trained, _ = load_language_model(tmp_path / "run" / "model")
     assert trained.softmax_config == config.softmax
     assert perplexity(trained, config.data.valid)["average"] == pytest.approx(summary["valid"]["average"], rel=1e-5)

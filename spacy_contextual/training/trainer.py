@@ -225,10 +225,11 @@ class Trainer:
         smoothed_loss, window_tokens, window_start = None, 0, time.time()
         position, carried = start, None
         batches = stream(start)
+        final = None
         while True:
             flags = self._events(started, last_checkpoint, last_validate)
-            if flags & VALIDATE:
-                self.validate()
+            if flags & (VALIDATE | STOP):  # at STOP before the checkpoint, so that it records best_valid
+                final = self.validate()
                 last_validate = time.time()
             if flags & (CHECKPOINT | STOP):
                 self.state["train_seconds"] = seconds_before + time.time() - started
@@ -257,7 +258,6 @@ class Trainer:
                 bar.set_postfix(tok_s=f"{rate:.0f}", loss=f"{smoothed_loss:.3f}", ppl=f"{math.exp(smoothed_loss):.1f}", epoch=position.epoch)
                 window_tokens, window_start = 0, time.time()
         bar.close()
-        final = self.validate()
         summary = {
             "step": self.state["step"],
             "tokens": self.state["tokens"],
