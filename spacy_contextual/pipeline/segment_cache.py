@@ -7,8 +7,8 @@ being encoded again. Entries are the exact float32 rows (n_layers, len(segment),
 
 The cache holds at most ``max_mb`` MiB and keeps what it has once full: training revisits its data in
 cycles, where evicting old entries (LRU) would make every lookup miss. It empties itself when the
-weights signature it is given changes (an optimizer step, averaged parameters swapped in, another
-device), and its owner empties it when new weights are loaded.
+weights signature it is given changes (in-place edits, averaged parameters swapped in, another
+device), and its owner (``EncoderShim``) empties it when it loads new weights or applies an update.
 """
 
 from __future__ import annotations
