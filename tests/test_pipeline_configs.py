@@ -95,6 +95,25 @@ def test_convert_sentiment(tmp_path):
         assert all(sorted(doc.cats) == ["neg", "pos"] and sum(doc.cats.values()) == 1.0 for doc in docs)
 
 
+def test_convert_text_writes_one_sentence_per_line(tmp_path):
+    nlp = spacy.blank("en")
+    with_sentences = nlp.make_doc("The bank rose.  It closed early.")
+    for token in with_sentences:
+        token.is_sent_start = token.i == 0 or with_sentences[token.i - 1].text == "."
+    doc_bin = DocBin(docs=[with_sentences, nlp.make_doc("no boundaries here")])
+    doc_bin.to_disk(tmp_path / "corpus.spacy")
+    result = CliRunner().invoke(app, ["convert-text", str(tmp_path / "corpus.spacy"), str(tmp_path / "corpus.txt.gz")])
+    assert result.exit_code == 0, result.output
+    with gzip.open(tmp_path / "corpus.txt.gz", "rt", encoding="utf-8") as lines:
+        assert lines.read().splitlines() == ["The bank rose .", "It closed early .", "no boundaries here"]
+
+
+def test_convert_text_rejects_an_empty_corpus(tmp_path):
+    DocBin(docs=[spacy.blank("en").make_doc("")]).to_disk(tmp_path / "empty.spacy")
+    result = CliRunner().invoke(app, ["convert-text", str(tmp_path / "empty.spacy"), str(tmp_path / "out.txt")])
+    assert result.exit_code != 0 and "holds no tokens" in result.output
+
+
 @pytest.mark.slow
 def test_spacy_package_builds_an_installable_package(data, tmp_path):
     result = spacy_train(CONFIGS / "elmo_tagger.cfg", data["tagger"], tmp_path / "trained", "--paths.elmo_model", str(data["elmo"]))

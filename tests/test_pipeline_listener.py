@@ -7,7 +7,7 @@ import pytest
 import spacy
 import torch
 from spacy.training import Example
-from thinc.api import Config, NumpyOps, fix_random_seed
+from thinc.api import SGD, Config, NumpyOps, fix_random_seed
 
 from conftest import tiny_bilm
 from spacy_contextual.formats.bilm_dir import save_bilm
@@ -88,10 +88,11 @@ def model_dir(tmp_path_factory):
     return save_bilm(tiny_bilm(), tmp_path_factory.mktemp("elmo") / "tiny")
 
 
-def build(model_dir, frozen=True, pipeline=None, **elmo_model):
+def build(model_dir, frozen=True, pipeline=None, learn_rate_scale=1.0, **elmo_model):
     fix_random_seed(0)
     config = Config().from_str(CONFIG, interpolate=False)
     config["components"]["elmo"]["frozen"] = frozen
+    config["components"]["elmo"]["learn_rate_scale"] = learn_rate_scale
     if elmo_model:
         config["components"]["elmo"]["model"] = {"@architectures": "spacy-contextual.ElmoEncoder.v1", **elmo_model}
     config["paths"]["elmo_model"] = str(model_dir)
@@ -138,14 +139,51 @@ def test_frozen_elmo_trains_only_the_mixes(model_dir):
     assert [t.tag_ for t in doc] == ["PRON", "VERB", "ADJ", "NOUN"]
 
 
+def sgd_steps(nlp, examples, steps=3):
+    """Plain SGD without weight decay, so a weight moves only when a gradient reaches it. spaCy calls
+    each component's finish_update right after its own update, before the listeners backpropagate
+    (as for its Tok2Vec), so the biLM applies each step's gradient at the next step; the zero-initialised
+    output layers pass no gradient back on the first step: the third step is the first to move it."""
+    sgd, losses = SGD(0.1, L2=0.0, grad_clip=0.0), {}
+    for _ in range(steps):
+        nlp.update(examples, sgd=sgd, losses=losses)
+    return losses
+
+
 def test_unfrozen_elmo_is_fine_tuned(model_dir):
-    nlp, examples, optimizer = build(model_dir, frozen=False)
+    nlp, examples, _ = build(model_dir, frozen=False)
     before = bilm_state(nlp)
-    losses = train(nlp, examples, optimizer, 2)
+    losses = sgd_steps(nlp, examples)
     after = bilm_state(nlp)
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert len(changed) == len(before)  # char CNN and both LSTM stacks moved
     assert losses["elmo"] > 0
+
+
+def test_learn_rate_scale_scales_only_the_bilm_step(model_dir):
+    def sgd_deltas(scale):
+        nlp, examples, _ = build(model_dir, frozen=False, learn_rate_scale=scale)
+        before, tagger_before = bilm_state(nlp), tagger_params(nlp)
+        sgd_steps(nlp, examples)
+        after, tagger_after = bilm_state(nlp), tagger_params(nlp)
+        return {k: after[k] - before[k] for k in before}, [a - b for a, b in zip(tagger_after, tagger_before)]
+
+    bilm_full, tagger_full = sgd_deltas(1.0)
+    bilm_tenth, tagger_tenth = sgd_deltas(0.1)
+    assert any(delta.abs().max() > 0 for delta in bilm_full.values())
+    for name, delta in bilm_full.items():
+        torch.testing.assert_close(bilm_tenth[name], 0.1 * delta, rtol=1e-3, atol=1e-6)  # float32 differences of weights
+    assert all(np.allclose(a, b, atol=1e-7) for a, b in zip(tagger_full, tagger_tenth))  # the task layers: full step
+
+
+def test_negative_learn_rate_scale_is_refused(model_dir):
+    with pytest.raises(ValueError, match="learn_rate_scale must be >= 0"):
+        build(model_dir, frozen=False, learn_rate_scale=-1.0)
+
+
+def tagger_params(nlp):
+    model = nlp.get_pipe("tagger").model
+    return [node.get_param(name).copy() for node in model.walk() for name in node.param_names if node.has_param(name)]
 
 
 def test_learned_mix_survives_save_and_load(model_dir, tmp_path):

@@ -1,7 +1,12 @@
-"""``spacy-contextual convert-sentiment``: the movie-review JSONL into spaCy's binary training format.
+"""Corpus conversion commands.
 
-Each record ``{"id", "text", "label", "split"}`` becomes a Doc (tokenised by ``spacy.blank(lang)``)
-with exclusive categories ``cats = {label: 1.0, other: 0.0}``, written to ``OUT_DIR/<split>.spacy``.
+``convert-sentiment``: the movie-review JSONL into spaCy's binary training format. Each record
+``{"id", "text", "label", "split"}`` becomes a Doc (tokenised by ``spacy.blank(lang)``) with exclusive
+categories ``cats = {label: 1.0, other: 0.0}``, written to ``OUT_DIR/<split>.spacy``.
+
+``convert-text``: the tokens of a ``.spacy`` corpus as biLM training text (one tokenised sentence per
+line), so ``finetune-elmo`` can adapt a biLM to a task's own text (design document 002, "domain
+transfer") before the task is trained on it.
 """
 
 from __future__ import annotations
@@ -46,6 +51,33 @@ def convert_sentiment(
     for split, doc_bin in splits.items():
         doc_bin.to_disk(output_dir / f"{split}.spacy")
         typer.echo(f"{output_dir / f'{split}.spacy'}: {counts[split]} docs, labels {labels}")
+
+
+@app.command("convert-text")
+def convert_text(
+    input_path: Path = typer.Argument(..., help="a .spacy file (DocBin), e.g. a task's training corpus"),
+    output_path: Path = typer.Argument(..., help="text file, one tokenised sentence per line (.gz is compressed)"),
+    lang: str = typer.Option("en", help="language of the vocabulary the docs are read with"),
+) -> None:
+    """Write a .spacy corpus as LM text for finetune-elmo: one line per sentence (per doc when the docs
+    have no sentence boundaries), tokens separated by spaces, whitespace tokens left out."""
+    if not input_path.is_file():
+        raise typer.BadParameter(f"{input_path} is not a file; give a .spacy file written by DocBin (spacy convert)")
+    docs = DocBin().from_disk(input_path).get_docs(spacy.blank(lang).vocab)
+    opener = gzip.open if output_path.suffix == ".gz" else open
+    sentences = tokens = 0
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    with opener(output_path, "wt", encoding="utf-8") as out:
+        for doc in tqdm(docs, desc="convert", unit="doc"):
+            for span in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
+                words = [token.text for token in span if not token.is_space]
+                if words:
+                    out.write(" ".join(words) + "\n")
+                    sentences += 1
+                    tokens += len(words)
+    if not sentences:
+        raise typer.BadParameter(f"{input_path} holds no tokens; is it the right corpus?")
+    typer.echo(f"{output_path}: {sentences} sentences, {tokens} tokens")
 
 
 def _read_jsonl(path: Path):

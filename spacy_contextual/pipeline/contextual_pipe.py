@@ -6,11 +6,13 @@ layers on ``doc._.<kind>_data`` ("all" layers, the "mixed" vector, or "none"), o
 vector in ``doc.tensor``, and installs the vector hooks. ``update`` runs the encoder once and hands
 the outputs to every listening component; with ``frozen = true`` (default) the encoder runs in eval
 mode under no_grad and never changes, with ``frozen = false`` the listeners' gradients are summed
-and fine-tune it.
+and fine-tune it, at the optimizer's learning rate times ``learn_rate_scale`` (a smaller step for
+the pretrained encoder than for the task layers, as ULMFiT's discriminative fine-tuning does).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 from spacy.language import Language
@@ -40,6 +42,7 @@ class ContextualPipe(TrainablePipe):
         name: str,
         *,
         frozen: bool = True,
+        learn_rate_scale: float = 1.0,
         store: str = "all",
         set_doc_tensor: bool = False,
         vector_hooks: bool = True,
@@ -47,6 +50,8 @@ class ContextualPipe(TrainablePipe):
     ):
         if store not in STORE_OPTIONS:
             raise ValueError(f"store must be one of {STORE_OPTIONS}, got {store!r}")
+        if learn_rate_scale < 0:
+            raise ValueError(f"learn_rate_scale must be >= 0 (it multiplies the learning rate), got {learn_rate_scale}")
         if vector_hooks and store == "none" and not set_doc_tensor:
             raise ValueError("vector_hooks need the vectors somewhere: set store to \"all\"/\"mixed\" or set_doc_tensor = true")
         self.vocab = vocab
@@ -55,6 +60,7 @@ class ContextualPipe(TrainablePipe):
         self.listener_map: Dict[str, List[ContextualListener]] = {}
         self.cfg = {
             "frozen": frozen,
+            "learn_rate_scale": learn_rate_scale,
             "store": store,
             "set_doc_tensor": set_doc_tensor,
             "vector_hooks": vector_hooks,
@@ -189,7 +195,8 @@ class ContextualPipe(TrainablePipe):
 
     def finish_update(self, sgd: Optimizer) -> None:
         if not self.frozen:
-            self.model.finish_update(sgd)
+            scale = self.cfg["learn_rate_scale"]
+            self.model.finish_update(sgd if scale == 1.0 else partial(sgd, lr_scale=scale))
 
     def initialize(
         self,

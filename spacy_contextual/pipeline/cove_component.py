@@ -27,6 +27,7 @@ from .cove_encoder import cove_model_dir_loader
 DEFAULT_CONFIG_STR = """
 [cove]
 frozen = true
+learn_rate_scale = 1.0
 store = "all"
 set_doc_tensor = false
 vector_hooks = true
@@ -55,6 +56,7 @@ def make_cove(
     name: str,
     model: Model[List[Doc], List[Floats3d]],
     frozen: bool,
+    learn_rate_scale: float,
     store: str,
     set_doc_tensor: bool,
     vector_hooks: bool,
@@ -63,5 +65,5 @@ def make_cove(
     """Settings as for ``elmo``; ``vector_layer`` null = mean of the three (padded) layers."""
     return Cove(
         nlp.vocab, model, name,
-        frozen=frozen, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
+        frozen=frozen, learn_rate_scale=learn_rate_scale, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
     )  # fmt: skip

@@ -28,6 +28,7 @@ from .elmo_encoder import elmo_model_dir_loader
 DEFAULT_CONFIG_STR = """
 [elmo]
 frozen = true
+learn_rate_scale = 1.0
 store = "all"
 set_doc_tensor = false
 vector_hooks = true
@@ -58,16 +59,18 @@ def make_elmo(
     name: str,
     model: Model[List[Doc], List[Floats3d]],
     frozen: bool,
+    learn_rate_scale: float,
     store: str,
     set_doc_tensor: bool,
     vector_hooks: bool,
     vector_layer: Optional[int],
 ) -> Elmo:
-    """``frozen``: the biLM never changes (listeners still learn their mixes); ``store``: "all" layers,
+    """``frozen``: the biLM never changes (listeners still learn their mixes); ``learn_rate_scale``:
+    with ``frozen = false``, the biLM's learning rate relative to the optimizer's; ``store``: "all" layers,
     the "mixed" vector, or "none" on ``doc._.elmo_data``; ``set_doc_tensor``: the mixed vector in
     ``doc.tensor``; ``vector_hooks``: contextual token/span/doc vectors and similarity;
     ``vector_layer``: the layer those use (null = mean of all layers)."""
     return Elmo(
         nlp.vocab, model, name,
-        frozen=frozen, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
+        frozen=frozen, learn_rate_scale=learn_rate_scale, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
     )  # fmt: skip
