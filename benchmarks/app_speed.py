@@ -13,7 +13,8 @@ Two views:
   changing the layer and projecting again, colour. Browser rendering is not included.
 * **steps**: the analysis functions alone, on the same vectors, afterwards in the same process.
 
-    [OMP_NUM_THREADS=1] python benchmarks/app_speed.py [--model DIR | --random-like CONFIG.json] [--occurrences 5000] [--output RESULTS.md]
+    [OMP_NUM_THREADS=1] python benchmarks/app_speed.py [--model DIR | --random-like CONFIG.json] \
+        [--occurrences 5000] [--output RESULTS.md]
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ import time
 from pathlib import Path
 
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy and torch load
-    os.environ.setdefault(_variable, "1")  # one thread each, as on the shared 2-CPU machine; override in the environment
+    os.environ.setdefault(
+        _variable, "1"
+    )  # one thread each, as on the shared 2-CPU machine; override in the environment
 
 import torch  # noqa: E402
 
@@ -95,20 +98,54 @@ def page_timings(corpus: Path, model: str) -> list:
     timed("page: first load (read corpus, embed every sentence)", lambda: run(lambda: None), results)
     n = int(at.caption[0].value.split(" occurrences")[0].replace(",", ""))
     print(f"  ({n:,} occurrences on the page)")
-    timed("page: Project with PCA (+ KMeans, k by silhouette)", lambda: run(lambda: at.button(key="sense_run").click()), results)
-    timed("page: click another occurrence (nearest neighbours)", lambda: run(lambda: at.selectbox(key="sense_query").set_value(123)), results)
-    timed("page: more neighbours (slider)", lambda: run(lambda: at.slider(key="sense_neighbours").set_value(25)), results)
+    timed(
+        "page: Project with PCA (+ KMeans, k by silhouette)",
+        lambda: run(lambda: at.button(key="sense_run").click()),
+        results,
+    )
+    timed(
+        "page: click another occurrence (nearest neighbours)",
+        lambda: run(lambda: at.selectbox(key="sense_query").set_value(123)),
+        results,
+    )
+    timed(
+        "page: more neighbours (slider)", lambda: run(lambda: at.slider(key="sense_neighbours").set_value(25)), results
+    )
     timed("page: fixed k = 4 (KMeans)", lambda: run(lambda: at.checkbox(key="sense_auto_k").uncheck()), results)
-    timed("page: agglomerative clusters, k = 4", lambda: run(lambda: at.radio(key="sense_clusters").set_value("agglomerative")), results)
+    timed(
+        "page: agglomerative clusters, k = 4",
+        lambda: run(lambda: at.radio(key="sense_clusters").set_value("agglomerative")),
+        results,
+    )
     timed("page: agglomerative, k by silhouette", lambda: run(lambda: at.checkbox(key="sense_auto_k").check()), results)
-    timed("page: colour by cluster (no-op rerun)", lambda: run(lambda: at.radio(key="sense_color").set_value("cluster")), results)
-    timed("page: layer 1 (new request: vectors, clusters)", lambda: run(lambda: at.selectbox(key="sense_layer").set_value(1)), results)
+    timed(
+        "page: colour by cluster (no-op rerun)",
+        lambda: run(lambda: at.radio(key="sense_color").set_value("cluster")),
+        results,
+    )
+    timed(
+        "page: layer 1 (new request: vectors, clusters)",
+        lambda: run(lambda: at.selectbox(key="sense_layer").set_value(1)),
+        results,
+    )
     timed("page: Project with PCA on layer 1", lambda: run(lambda: at.button(key="sense_run").click()), results)
     timed("page: UMAP selected", lambda: run(lambda: at.radio(key="sense_projection").set_value("umap")), results)
-    timed("page: Project with UMAP (first in process: numba JIT)", lambda: run(lambda: at.button(key="sense_run").click()), results)
+    timed(
+        "page: Project with UMAP (first in process: numba JIT)",
+        lambda: run(lambda: at.button(key="sense_run").click()),
+        results,
+    )
     timed("page: layer 2 (new request)", lambda: run(lambda: at.selectbox(key="sense_layer").set_value(2)), results)
-    timed("page: Project with UMAP on layer 2 (numba compiled)", lambda: run(lambda: at.button(key="sense_run").click()), results)
-    timed("page: click another occurrence after UMAP (cached)", lambda: run(lambda: at.selectbox(key="sense_query").set_value(7)), results)
+    timed(
+        "page: Project with UMAP on layer 2 (numba compiled)",
+        lambda: run(lambda: at.button(key="sense_run").click()),
+        results,
+    )
+    timed(
+        "page: click another occurrence after UMAP (cached)",
+        lambda: run(lambda: at.selectbox(key="sense_query").set_value(7)),
+        results,
+    )
     return results
 
 
@@ -127,7 +164,11 @@ def step_timings(corpus: Path, model: str) -> list:
     word = records[0]["word"]
     occurrences = timed("steps: find occurrences", lambda: find_occurrences(records, word), results)
     embedder = ElmoEmbedder.load(model)
-    layers = timed(f"steps: embed {len(set(occurrences['record'])):,} sentences (all layers)", lambda: occurrence_layers(embedder.embed_sentences, records, occurrences), results)
+    layers = timed(
+        f"steps: embed {len(set(occurrences['record'])):,} sentences (all layers)",
+        lambda: occurrence_layers(embedder.embed_sentences, records, occurrences),
+        results,
+    )
     vectors = select_layer(layers, 2)
     clusters = timed("steps: KMeans, k by silhouette (2..8)", lambda: cluster(vectors, "kmeans"), results)
     timed("steps: KMeans, k = 4", lambda: cluster(vectors, "kmeans", 4), results)
@@ -145,7 +186,9 @@ def step_timings(corpus: Path, model: str) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="default", help="ELMo model directory, or 'default' (bundled)")
-    parser.add_argument("--random-like", type=Path, help="training config.json: time a random biLM of that architecture")
+    parser.add_argument(
+        "--random-like", type=Path, help="training config.json: time a random biLM of that architecture"
+    )
     parser.add_argument("--word", default="like")
     parser.add_argument("--occurrences", type=int, default=5000)
     parser.add_argument("--output", type=Path, help="append a Markdown table to this file")
@@ -157,12 +200,18 @@ def main() -> None:
         corpus = Path(tmp) / "corpus" / f"{args.word}.jsonl"
         corpus.parent.mkdir()
         found = write_corpus(args.word, args.occurrences, corpus)
-        print(f"{found:,} occurrences of '{args.word}'; model {args.random_like or model}; {threads} thread(s) (OMP_NUM_THREADS); {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
+        print(
+            f"{found:,} occurrences of '{args.word}'; model {args.random_like or model}; {threads} thread(s) "
+            f"(OMP_NUM_THREADS); {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+        )
         page = page_timings(corpus, model)  # first, as a fresh server meets it (numba not yet compiled)
         steps = step_timings(corpus, model)
     if args.output:
         with args.output.open("a", encoding="utf-8") as out:
-            out.write(f"\n### Sense explorer, {found:,} occurrences of '{args.word}' ({os.cpu_count()} CPUs, {threads} thread(s))\n\n")
+            out.write(
+                f"\n### Sense explorer, {found:,} occurrences of '{args.word}' ({os.cpu_count()} CPUs, {threads} "
+                "thread(s))\n\n"
+            )
             out.write("| interaction | seconds |\n|---|---|\n")
             out.writelines(f"| {label} | {seconds:.2f} |\n" for label, seconds in [*page, *steps])
 

@@ -41,7 +41,7 @@ SIZES = {
 
 def read_sentences(lines: int) -> list[list[str]]:
     with gzip.open(VALID, "rt", encoding="utf-8") as handle:
-        return [line.split() for _, line in zip(range(lines), handle)]
+        return [line.split() for _, line in zip(range(lines), handle, strict=False)]
 
 
 def random_bilm(size: str):
@@ -62,8 +62,14 @@ class PlainElmo(nn.Module):
         super().__init__()
         c = bilm.config
         self.token_encoder = bilm.token_encoder
-        self.forward_lstms = nn.ModuleList(nn.LSTM(c.projection_dim, c.lstm_dim, proj_size=c.projection_dim, batch_first=True) for _ in range(c.n_layers))
-        self.backward_lstms = nn.ModuleList(nn.LSTM(c.projection_dim, c.lstm_dim, proj_size=c.projection_dim, batch_first=True) for _ in range(c.n_layers))
+        self.forward_lstms = nn.ModuleList(
+            nn.LSTM(c.projection_dim, c.lstm_dim, proj_size=c.projection_dim, batch_first=True)
+            for _ in range(c.n_layers)
+        )
+        self.backward_lstms = nn.ModuleList(
+            nn.LSTM(c.projection_dim, c.lstm_dim, proj_size=c.projection_dim, batch_first=True)
+            for _ in range(c.n_layers)
+        )
 
     def forward(self, sentences: list[list[str]]) -> torch.Tensor:
         from spacy_contextual.models.bilm import reverse_padded
@@ -75,7 +81,7 @@ class PlainElmo(nn.Module):
         tokens[mask] = self._plain_token_vectors(ids[mask])
         layers = [torch.cat([tokens, tokens], -1)]
         fwd, bwd = tokens, reverse_padded(tokens, lengths)
-        for index, (f_lstm, b_lstm) in enumerate(zip(self.forward_lstms, self.backward_lstms)):
+        for index, (f_lstm, b_lstm) in enumerate(zip(self.forward_lstms, self.backward_lstms, strict=True)):
             f_out = self._run(f_lstm, fwd, lengths)
             b_out = self._run(b_lstm, bwd, lengths)
             if index > 0:
@@ -117,7 +123,14 @@ def measure(size: str, path: str, lines: int, threads: int) -> dict:
                 plain(sentences[i : i + 64])
     seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"size": size, "path": path, "tokens": n_tokens, "seconds": seconds, "tokens_per_s": n_tokens / seconds, "peak_rss_mb": peak_mb}
+    return {
+        "size": size,
+        "path": path,
+        "tokens": n_tokens,
+        "seconds": seconds,
+        "tokens_per_s": n_tokens / seconds,
+        "peak_rss_mb": peak_mb,
+    }
 
 
 def main() -> None:
@@ -134,14 +147,30 @@ def main() -> None:
     rows = []
     for size in args.sizes:
         for path in ("exact", "plain"):
-            cmd = [sys.executable, __file__, "--lines", str(args.lines), "--threads", str(args.threads), "--child", size, path]
-            result = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+            cmd = [
+                sys.executable,
+                __file__,
+                "--lines",
+                str(args.lines),
+                "--threads",
+                str(args.threads),
+                "--child",
+                size,
+                path,
+            ]
+            result = json.loads(
+                subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+            )
             rows.append(result)
-            print(f"{size:9s} {path:6s} {result['tokens_per_s']:9.0f} tokens/s  peak RSS {result['peak_rss_mb']:7.0f} MB", flush=True)
+            print(
+                f"{size:9s} {path:6s} {result['tokens_per_s']:9.0f} tokens/s  peak RSS {result['peak_rss_mb']:7.0f} MB",
+                flush=True,
+            )
     table = [
         f"\n### ELMo inference speed ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
         f"{args.threads} threads, torch {torch.__version__})\n",
-        f"`python benchmarks/elmo_speed.py --lines {args.lines} --threads {args.threads} --sizes {' '.join(args.sizes)}` "
+        f"`python benchmarks/elmo_speed.py --lines {args.lines} --threads {args.threads} --sizes "
+        f"{' '.join(args.sizes)}` "
         f"on the first {args.lines} lines of lm_corpus valid ({rows[0]['tokens']} tokens), random weights.\n",
         "| size | exact path tokens/s | plain reference tokens/s | ratio | exact peak RSS (MB) | plain peak RSS (MB) |",
         "|---|---|---|---|---|---|",
@@ -151,7 +180,8 @@ def main() -> None:
         plain = next(r for r in rows if r["size"] == size and r["path"] == "plain")
         table.append(
             f"| {size} | {exact['tokens_per_s']:.0f} | {plain['tokens_per_s']:.0f} | "
-            f"{exact['tokens_per_s'] / plain['tokens_per_s']:.2f}x | {exact['peak_rss_mb']:.0f} | {plain['peak_rss_mb']:.0f} |"
+            f"{exact['tokens_per_s'] / plain['tokens_per_s']:.2f}x | {exact['peak_rss_mb']:.0f} | "
+            f"{plain['peak_rss_mb']:.0f} |"
         )
     text = "\n".join(table) + "\n"
     print(text)

@@ -30,7 +30,7 @@ ANCHOR = VALID.parents[2] / "elmo_fixtures" / "tiny_anchor"
 
 
 def max_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
-    return max(float(np.abs(x - y).max()) if x.size else 0.0 for x, y in zip(a, b))
+    return max(float(np.abs(x - y).max()) if x.size else 0.0 for x, y in zip(a, b, strict=True))
 
 
 def speed(embedder: ElmoEmbedder, sentences: list[list[str]]) -> tuple[float, list[np.ndarray]]:
@@ -50,7 +50,9 @@ def main() -> None:
     if not torch.cuda.is_available():
         sys.exit("gpu_check.py needs a CUDA device; torch sees none")
     sentences = read_sentences(args.lines)
-    lines = [f"\n### GPU check ({time.strftime('%Y-%m-%d')}, {torch.cuda.get_device_name(0)}, torch {torch.__version__})\n"]
+    lines = [
+        f"\n### GPU check ({time.strftime('%Y-%m-%d')}, {torch.cuda.get_device_name(0)}, torch {torch.__version__})\n"
+    ]
 
     check = sentences[:200]
     anchor = (ANCHOR / "options.json", ANCHOR / "weights.hdf5")
@@ -59,11 +61,17 @@ def main() -> None:
         gpu = ElmoEmbedder(make(), device="cuda").embed_sentences(check)
         diff = max_difference(cpu, gpu)
         status = "PASS" if diff <= 1e-4 else "FAIL"
-        lines.append(f"- CUDA vs CPU, {name}, 200 sentences, all layers: max abs difference {diff:.2e} ({status}, tolerance 1e-4)")
+        lines.append(
+            f"- CUDA vs CPU, {name}, 200 sentences, all layers: max abs difference {diff:.2e} ({status}, tolerance "
+            "1e-4)"
+        )
         print(lines[-1], flush=True)
 
     n_tokens = sum(len(s) for s in sentences)
-    lines.append(f"\nOriginal size ({SIZES['original']}), random weights, first {args.lines} lines of lm_corpus valid ({n_tokens} tokens), batch_size 256, max_batch_tokens 16384:\n")
+    lines.append(
+        f"\nOriginal size ({SIZES['original']}), random weights, first {args.lines} lines of lm_corpus valid "
+        f"({n_tokens} tokens), batch_size 256, max_batch_tokens 16384:\n"
+    )
     lines.append("| precision | tokens/s | max abs difference to fp32 |")
     lines.append("|---|---|---|")
     reference = None

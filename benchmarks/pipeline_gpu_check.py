@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=2000)
     args = parser.parse_args()
     with gzip.open(VALID, "rt", encoding="utf-8") as lines:
-        texts = [line.strip() for _, line in zip(range(args.lines), lines)]
+        texts = [line.strip() for _, line in zip(range(args.lines), lines, strict=False)]
 
     cpu = build(args.model)
     cpu_layers = [doc._.elmo_data.layers for doc in cpu.pipe(texts[:200])]
@@ -65,8 +65,13 @@ def main() -> None:
     device = next(gpu.get_pipe("elmo").model.shims[0].module.parameters()).device
     docs = list(gpu.pipe(texts[:200]))
     layers = docs[0]._.elmo_data.layers
-    difference = max(float(np.abs(d._.elmo_data.layers.get() - c).max()) for d, c in zip(docs, cpu_layers) if len(d))
-    print(f"1. biLM on {device}; layers are {type(layers).__module__}.{type(layers).__name__}; max |GPU - CPU| = {difference:.2e}")
+    difference = max(
+        float(np.abs(d._.elmo_data.layers.get() - c).max()) for d, c in zip(docs, cpu_layers, strict=True) if len(d)
+    )
+    print(
+        f"1. biLM on {device}; layers are {type(layers).__module__}.{type(layers).__name__}; max |GPU - CPU| = "
+        f"{difference:.2e}"
+    )
     assert device.type == "cuda" and type(layers).__module__.startswith("cupy") and difference < 1e-4
 
     trained = spacy.blank("en")
@@ -76,7 +81,9 @@ def main() -> None:
         "tok2vec": {"@architectures": "spacy-contextual.ElmoListener.v1", "width": 64},
     }})  # fmt: skip
     tokens = [t.text for t in cpu.make_doc(texts[0])]
-    examples = [Example.from_dict(trained.make_doc(texts[0]), {"tags": ["X" if i % 2 else "Y" for i in range(len(tokens))]})]
+    examples = [
+        Example.from_dict(trained.make_doc(texts[0]), {"tags": ["X" if i % 2 else "Y" for i in range(len(tokens))]})
+    ]
     trained.get_pipe("elmo").initialize(loader=elmo_model_dir_loader(args.model))
     optimizer = trained.initialize(lambda: examples)
     before = {k: v.clone() for k, v in trained.get_pipe("elmo").model.shims[0].module.state_dict().items()}
@@ -91,7 +98,9 @@ def main() -> None:
 
     gpu_speed = words_per_second(gpu, texts)
     mixed_speed = words_per_second(build(args.model, model={"mixed_precision": True}), texts)
-    print(f"3. nlp.pipe words/s: CPU {cpu_speed:,.0f}; GPU fp32 {gpu_speed:,.0f}; GPU mixed precision {mixed_speed:,.0f}")
+    print(
+        f"3. nlp.pipe words/s: CPU {cpu_speed:,.0f}; GPU fp32 {gpu_speed:,.0f}; GPU mixed precision {mixed_speed:,.0f}"
+    )
     set_current_ops(NumpyOps())
 
 

@@ -31,7 +31,9 @@ DATA = ROOT.parent / "shared" / "data" / "lm_corpus" / "valid.txt.gz"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None, help="ELMo model directory (default: the bundled one)")
-    parser.add_argument("--random-like", type=Path, default=None, help="training config JSON: random weights of its size")
+    parser.add_argument(
+        "--random-like", type=Path, default=None, help="training config JSON: random weights of its size"
+    )
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -47,7 +49,7 @@ def main() -> None:
         config = BiLMConfig.from_dict(json.loads(args.random_like.read_text())["model"])
         model = str(save_bilm(BiLM(config), Path(tempfile.mkdtemp()) / "random_elmo"))
     with gzip.open(DATA, "rt", encoding="utf-8") as lines:
-        texts = [line.strip() for _, line in zip(range(args.lines), lines)]
+        texts = [line.strip() for _, line in zip(range(args.lines), lines, strict=False)]
 
     blank = spacy.blank("en")
     nlp = spacy.blank("en")

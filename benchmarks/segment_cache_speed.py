@@ -27,7 +27,11 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 def train_epochs(config_path: Path, train_path: Path, docs: int, epochs: int, cache_mb: int, model: str | None):
-    overrides = {"paths.train": str(train_path), "paths.dev": str(train_path), "components.elmo.model.segment_cache_mb": cache_mb}
+    overrides = {
+        "paths.train": str(train_path),
+        "paths.dev": str(train_path),
+        "components.elmo.model.segment_cache_mb": cache_mb,
+    }
     if model:
         overrides["paths.elmo_model"] = model
     config = spacy.util.load_config(config_path, overrides=overrides, interpolate=False)

@@ -8,7 +8,8 @@ table splits the centroid rule's accuracy by the target's word form (hard / hard
 sense centroid averages over forms in that sense's proportions, so a rare form can sit nearer to
 the wrong sense's centroid.
 
-    python benchmarks/sense_probe_linear.py ../shared/data/senses/hard.jsonl.gz ../shared/data/senses/serve.jsonl.gz --model default
+    python benchmarks/sense_probe_linear.py ../shared/data/senses/hard.jsonl.gz \
+        ../shared/data/senses/serve.jsonl.gz --model default
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from spacy_contextual.analysis.sense_probe import centroid_predictions, fold_ids, probe_word, read_sense_file, target_vectors
+from spacy_contextual.analysis.sense_probe import (
+    centroid_predictions,
+    fold_ids,
+    probe_word,
+    read_sense_file,
+    target_vectors,
+)
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 
 
@@ -39,7 +46,9 @@ def linear_probe(vectors: np.ndarray, senses: np.ndarray, folds: int = 5, seed: 
     return accuracy
 
 
-def accuracy_by_form(vectors: np.ndarray, senses: np.ndarray, forms: np.ndarray) -> dict[str, tuple[int, float, list[float]]]:
+def accuracy_by_form(
+    vectors: np.ndarray, senses: np.ndarray, forms: np.ndarray
+) -> dict[str, tuple[int, float, list[float]]]:
     """Word form -> (instances, MFS accuracy, nearest-centroid accuracy per layer) on those instances."""
     mfs_predicted, layer_predicted = centroid_predictions(vectors, senses)
     table = {}

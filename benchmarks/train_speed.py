@@ -47,8 +47,12 @@ class PlainLSTMLM(nn.Module):
         backward, _ = self.backward_lstm(x.flip(1))  # padding first after the flip: same cost, timing only
         backward = backward.flip(1)
         predicting = mask[:, 1:]
-        loss = nn.functional.cross_entropy(self.softmax(forward[:, :-1][predicting]), ids[:, 1:][predicting], reduction="sum")
-        loss = loss + nn.functional.cross_entropy(self.softmax(backward[:, 1:][predicting]), ids[:, :-1][predicting], reduction="sum")
+        loss = nn.functional.cross_entropy(
+            self.softmax(forward[:, :-1][predicting]), ids[:, 1:][predicting], reduction="sum"
+        )
+        loss = loss + nn.functional.cross_entropy(
+            self.softmax(backward[:, 1:][predicting]), ids[:, :-1][predicting], reduction="sum"
+        )
         return loss / predicting.sum()
 
 
@@ -104,18 +108,24 @@ def main() -> None:
     config = PretrainConfig.load(args.config)
     vocab = Vocabulary.load(args.vocab) if args.vocab else Vocabulary.build(config.data.train, config.data.min_count)
     stream = BatchStream(config.data.train, config.data.batch_tokens, config.data.chunk_sentences, seed=0)
-    batches = [batch for (_, batch), _ in zip(stream(), range(args.batches + 1))]
+    batches = [batch for (_, batch), _ in zip(stream(), range(args.batches + 1), strict=False)]
     warmup, batches = batches[:1], batches[1:]
     tokens = sum(len(s) for batch in batches for s in batch)
 
     torch.manual_seed(0)
     m = config.model
     models = {
-        "ELMo biLM (ours), adaptive softmax": (BidirectionalLM(BiLM(m), vocab, config.softmax, dropout=0.1).train(), lambda loss: loss.mean),
-        "plain nn.LSTM LM, full softmax": (PlainLSTMLM(vocab, m.lstm_dim, m.projection_dim, m.n_layers).train(), lambda loss: loss),
+        "ELMo biLM (ours), adaptive softmax": (
+            BidirectionalLM(BiLM(m), vocab, config.softmax, dropout=0.1).train(),
+            lambda loss: loss.mean,
+        ),
+        "plain nn.LSTM LM, full softmax": (
+            PlainLSTMLM(vocab, m.lstm_dim, m.projection_dim, m.n_layers).train(),
+            lambda loss: loss,
+        ),
     }
     seconds = {name: 0.0 for name in models}
-    for name, (model, loss_of) in models.items():
+    for model, loss_of in models.values():
         time_training(model, loss_of, warmup)
     for _ in range(args.rounds):
         for name, (model, loss_of) in models.items():
@@ -126,7 +136,9 @@ def main() -> None:
         "model": m.to_dict(),
         "vocab_size": len(vocab),
         "train_tokens_per_second": {name: tokens * args.rounds / s for name, s in seconds.items()},
-        "parameters_millions": {name: sum(p.numel() for p in model.parameters()) / 1e6 for name, (model, _) in models.items()},
+        "parameters_millions": {
+            name: sum(p.numel() for p in model.parameters()) / 1e6 for name, (model, _) in models.items()
+        },
     }
     targets = torch.tensor([vocab[w] for batch in batches[:2] for s in batch for w in s][:2000])
     results["softmax_ms_per_1000_predictions"] = time_softmax(m.projection_dim, len(vocab), targets)

@@ -60,7 +60,9 @@ def measure(path: Path) -> dict:
     vectors = to_spacy_vectors(static)
     shares = bool(np.shares_memory(vectors.data, static.vectors))
     return {
-        "rows": len(static.words), "table_mb": round(table_mb, 1), "load_seconds": round(load_seconds, 1),
+        "rows": len(static.words),
+        "table_mb": round(table_mb, 1),
+        "load_seconds": round(load_seconds, 1),
         "load_peak_over_table": round((after_load_peak - baseline) / table_mb, 2),
         "spacy_vectors_peak_over_table": round((_peak_mb() - baseline) / table_mb, 2),
         "spacy_vectors_shares_the_array": shares,
@@ -79,7 +81,9 @@ def main() -> None:
         path = Path(tmp) / "glove.synthetic.300d.txt"
         write_synthetic(path, args.rows)
         print(f"{path.stat().st_size / 2**30:.2f} GiB of text, {args.rows} x {DIM}", file=sys.stderr)
-        result = subprocess.run([sys.executable, __file__, "--measure", str(path)], check=True, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, __file__, "--measure", str(path)], check=True, capture_output=True, text=True
+        )
         print(result.stdout.strip())
 
 

@@ -45,7 +45,11 @@ def screenshot_pages(url: str, timeout: float) -> list[Path]:
             if button:
                 wait.until(EC.element_to_be_clickable((By.XPATH, f"//button[contains(., '{button}')]"))).click()
             try:
-                wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, drawn) or d.find_elements(By.CSS_SELECTOR, MESSAGE))
+                wait.until(
+                    lambda d, drawn=drawn: (
+                        d.find_elements(By.CSS_SELECTOR, drawn) or d.find_elements(By.CSS_SELECTOR, MESSAGE)
+                    )
+                )
             except Exception:
                 print(f"{name}: nothing drawn within {timeout:.0f} s; screenshot as it is")
             if not driver.find_elements(By.CSS_SELECTOR, drawn):
@@ -75,7 +79,8 @@ def main() -> None:
     env = {
         variable: str(value.resolve())
         for variable, value in (
-            (ELMO_MODEL_ENV, args.elmo_model), (COVE_MODEL_ENV, args.cove_model),
+            (ELMO_MODEL_ENV, args.elmo_model),
+            (COVE_MODEL_ENV, args.cove_model),
             (SENSE_DATA_ENV, args.sense_data),
         )  # fmt: skip
         if value is not None

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from conftest import tiny_bilm
 
 TAGGER_MIX = ([0.0, 1.0, 2.0], 1.5)  # s, gamma
@@ -29,7 +28,14 @@ def tiny_cove_mt_dir(path: Path) -> Path:
     words = sorted({w for _, _, text in DEMO_SENTENCES for w in tokenize(text)} | set(tokenize(DEFAULT_SENTENCE)))
     source_vocab, target_vocab = SPECIALS + words, SPECIALS + ["ein", "mann", "spielt", "gitarre", "."]
     torch.manual_seed(0)
-    config = Seq2SeqConfig(len(source_vocab), len(target_vocab), embedding_dim=8, encoder_hidden=6, target_embedding_dim=5, decoder_hidden=7)
+    config = Seq2SeqConfig(
+        len(source_vocab),
+        len(target_vocab),
+        embedding_dim=8,
+        encoder_hidden=6,
+        target_embedding_dim=5,
+        decoder_hidden=7,
+    )
     model = Translator(config, torch.randn(len(source_vocab), 8))
     with torch.no_grad():  # a random decoder that writes German words (not <pad>/<unk>/</s>) up to max_length
         model.decoder.output.bias[: len(SPECIALS)] = -10.0
@@ -50,7 +56,9 @@ def tiny_listener_pipeline(elmo_dir: Path, path: Path) -> Path:
         "use_reduce_last": False, "use_reduce_max": False, "use_reduce_mean": True, "tok2vec": listener,
     }  # fmt: skip
     nlp.add_pipe("textcat", config={"model": textcat_model})
-    nlp.config["initialize"]["components"]["elmo"] = {"loader": {"@misc": "spacy-contextual.ElmoModelDir.v1", "path": str(elmo_dir)}}
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "loader": {"@misc": "spacy-contextual.ElmoModelDir.v1", "path": str(elmo_dir)}
+    }
     examples = [
         Example.from_dict(nlp.make_doc("the dog runs"), {"tags": ["D", "N", "V"], "cats": {"A": 1.0, "B": 0.0}}),
         Example.from_dict(nlp.make_doc("a cat sleeps"), {"tags": ["D", "N", "V"], "cats": {"A": 0.0, "B": 1.0}}),

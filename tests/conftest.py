@@ -38,7 +38,9 @@ def tiny_anchor():
 def tiny_config(**overrides):
     from spacy_contextual.models.bilm import BiLMConfig
 
-    settings = dict(char_embedding_dim=4, filters=[[1, 4], [2, 8], [3, 16]], n_highway=1, lstm_dim=32, projection_dim=16, n_layers=2)
+    settings = dict(
+        char_embedding_dim=4, filters=[[1, 4], [2, 8], [3, 16]], n_highway=1, lstm_dim=32, projection_dim=16, n_layers=2
+    )
     settings.update(overrides)
     return BiLMConfig(**settings)
 

@@ -1,9 +1,9 @@
 """Reading the learned layer mixes back from a saved pipeline."""
 
+import app_models
 import numpy as np
 import pytest
 
-import app_models
 from spacy_contextual.analysis.layer_weights import layer_weights_figure, listener_mixes, load_pipeline
 from spacy_contextual.analysis.occurrences import InputError
 
@@ -57,7 +57,7 @@ def test_directories_that_are_not_pipelines_are_refused_clearly(tmp_path):
         load_pipeline(tmp_path / "missing")
     with pytest.raises(InputError, match="not a spaCy pipeline directory"):
         load_pipeline(tmp_path)
-    (tmp_path / "config.cfg").write_text("[nlp]\nlang = \"xx-nonexistent\"\n")
+    (tmp_path / "config.cfg").write_text('[nlp]\nlang = "xx-nonexistent"\n')
     (tmp_path / "meta.json").write_text("{}")
     with pytest.raises(InputError, match="spaCy could not load"):
         load_pipeline(tmp_path)

@@ -4,8 +4,8 @@ import gzip
 import json
 
 import pytest
-
 from conftest import DATA
+
 from spacy_contextual.analysis.demo_corpus import DEMO_SENTENCES, demo_words
 from spacy_contextual.analysis.occurrences import (
     MAX_TEXT_CHARS,
@@ -69,7 +69,13 @@ def test_missing_word_single_occurrence_and_phrases_get_clear_messages():
 def test_sense_jsonl_plain_and_gzip_and_labelled_word_forms(tmp_path):
     lines = [
         {"id": "a", "word": "hard", "tokens": ["it", "is", "hard", "."], "target": 2, "sense": "HARD1"},
-        {"id": "b", "word": "hard", "tokens": ["a", "harder", "rock", "than", "hard", "wood"], "target": 1, "sense": "HARD2"},
+        {
+            "id": "b",
+            "word": "hard",
+            "tokens": ["a", "harder", "rock", "than", "hard", "wood"],
+            "target": 1,
+            "sense": "HARD2",
+        },
         {"id": "c", "word": "hard", "tokens": ["hard", "work"], "target": 0, "sense": "HARD1"},
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
@@ -80,7 +86,8 @@ def test_sense_jsonl_plain_and_gzip_and_labelled_word_forms(tmp_path):
     for source in (plain, packed, packed.read_bytes()):
         records = read_sense_jsonl(source)
         occurrences = find_occurrences(records, "hard")
-        # a labelled record contributes its target only, so the labelled "harder" counts and the unlabelled "hard" does not
+        # a labelled record contributes its target only, so the labelled "harder" counts and the
+        # unlabelled "hard" does not
         assert list(occurrences["token"]) == ["hard", "harder", "hard"]
         assert list(occurrences["sense"]) == ["HARD1", "HARD2", "HARD1"]
     assert corpus_words(records) == ["hard"]

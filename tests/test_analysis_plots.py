@@ -25,7 +25,7 @@ def test_scatter_points_carry_their_occurrence_and_context():
     assert {trace.name for trace in fig.data} == {"bat-animal", "bat-sport"}
     seen = {}
     for trace in fig.data:
-        for (x, y), data in zip(zip(trace.x, trace.y), trace.customdata):
+        for (x, y), data in zip(zip(trace.x, trace.y, strict=True), trace.customdata, strict=True):
             seen[int(data[0])] = (x, y, data[2])
     assert sorted(seen) == list(range(len(occurrences)))
     for index, (x, y, sense) in seen.items():  # a clicked point's customdata leads back to its occurrence
@@ -52,7 +52,12 @@ def test_projector_tsv_has_one_row_per_vector_and_a_header():
     archive = zipfile.ZipFile(io.BytesIO(projector_zip(vectors, metadata, name="play")))
     assert sorted(archive.namelist()) == ["metadata.tsv", "projector_config.json", "tensors.tsv"]
     config = json.loads(archive.read("projector_config.json"))
-    assert config["embeddings"][0] == {"tensorName": "play", "tensorShape": [2, 3], "tensorPath": "tensors.tsv", "metadataPath": "metadata.tsv"}
+    assert config["embeddings"][0] == {
+        "tensorName": "play",
+        "tensorShape": [2, 3],
+        "tensorPath": "tensors.tsv",
+        "metadataPath": "metadata.tsv",
+    }
     with pytest.raises(ValueError, match="2 vectors but 1 metadata rows"):
         projector_tsv(vectors, metadata.iloc[:1])
 

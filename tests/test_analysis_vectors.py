@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from conftest import tiny_bilm
+
 from spacy_contextual.analysis.clusters import cluster
 from spacy_contextual.analysis.neighbours import highlight, nearest_neighbours, neighbour_table
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences, text_corpus
@@ -87,7 +87,7 @@ def test_silhouette_finds_the_number_of_blobs(method):
     assert result.k == 3 and set(result.silhouettes) == set(range(2, 9))
     assert max(result.silhouettes, key=result.silhouettes.get) == 3
     # the clusters are the blobs, up to renaming
-    assert len({(t, c) for t, c in zip(truth, result.labels)}) == 3
+    assert len({(t, c) for t, c in zip(truth, result.labels, strict=True)}) == 3
     fixed = cluster(points, method, k=5)
     assert fixed.k == 5 and len(np.unique(fixed.labels)) == 5 and not fixed.silhouettes
 

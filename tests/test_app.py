@@ -2,10 +2,9 @@
 
 from pathlib import Path
 
+import app_models
 import pytest
 import torch
-
-import app_models
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -62,7 +61,11 @@ def test_sense_explorer_projects_on_the_button_and_shows_neighbours(models):
     assert not at.get("plotly_chart") and "Press **Project with PCA**" in messages(at)
     at.button(key="sense_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert chart_keys(at) == {"sense_chart", "sense_static_chart", "sense_silhouette"}  # contextual | static, silhouette by k
+    assert chart_keys(at) == {
+        "sense_chart",
+        "sense_static_chart",
+        "sense_silhouette",
+    }  # contextual | static, silhouette by k
     neighbours = [m.value for m in at.markdown if m.value.startswith("1. ")]
     assert neighbours and neighbours[0].count("**play**") == 10
     assert at.get("download_button")
@@ -125,8 +128,10 @@ def test_layer_weights_compares_pipelines_side_by_side(models, tiny_pipeline_dir
     assert "is not a spaCy pipeline directory" in messages(at)  # the third line, reported; the others drawn
     components = set(at.dataframe[0].value["component"])
     assert components == {
-        f"{tiny_pipeline_dir.parent.name}/{tiny_pipeline_dir.name} · tagger", f"{tiny_pipeline_dir.parent.name}/{tiny_pipeline_dir.name} · textcat",
-        "textcat_run/model-best · tagger", "textcat_run/model-best · textcat",
+        f"{tiny_pipeline_dir.parent.name}/{tiny_pipeline_dir.name} · tagger",
+        f"{tiny_pipeline_dir.parent.name}/{tiny_pipeline_dir.name} · textcat",
+        "textcat_run/model-best · tagger",
+        "textcat_run/model-best · textcat",
     }
     assert at.get("plotly_chart")
 
@@ -165,7 +170,9 @@ def test_layer_probe_runs_on_the_button(models):
 
 
 def test_installed_entry_point_runs(models):
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "spacy_contextual/dashboard/main.py"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(
+        str(Path(__file__).resolve().parents[1] / "spacy_contextual/dashboard/main.py"), default_timeout=TIMEOUT
+    ).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "spacy-contextual dashboard"
 

@@ -6,15 +6,18 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import tiny_bilm
+
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences
 from spacy_contextual.dashboard.serve import CHROMEDRIVER, chromium_binary, headless_chromium, served_app
 
 pytest.importorskip("streamlit")
 pytest.importorskip("selenium")
 if chromium_binary() is None or not Path(CHROMEDRIVER).is_file():
-    pytest.skip("chromium / chromium-driver are not installed (apt-get install chromium chromium-driver)", allow_module_level=True)
+    pytest.skip(
+        "chromium / chromium-driver are not installed (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
 
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -39,7 +42,9 @@ def test_sense_explorer_renders_its_chart_in_chromium(tmp_path):
             assert "occurrences ready" in driver.find_element(By.TAG_NAME, "body").text
             button.click()
             chart = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, CONTEXTUAL_CHART)))
-            wait.until(lambda d: len(chart.find_elements(By.CSS_SELECTOR, ".scatterlayer path.point")) == expected_points)
+            wait.until(
+                lambda d: len(chart.find_elements(By.CSS_SELECTOR, ".scatterlayer path.point")) == expected_points
+            )
             legend = {e.text for e in chart.find_elements(By.CSS_SELECTOR, ".legend text.legendtext")}
             assert legend == {"play-game", "play-music", "play-sport", "play-theatre"}
             # clicking a point makes it the query of the nearest-neighbour list

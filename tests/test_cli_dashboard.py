@@ -5,8 +5,7 @@ import sys
 
 from typer.testing import CliRunner
 
-from spacy_contextual.cli import app
-from spacy_contextual.cli import dashboard
+from spacy_contextual.cli import app, dashboard
 
 
 def test_app_command_is_registered():
@@ -27,11 +26,26 @@ def test_runs_streamlit_on_the_packaged_entry_with_the_models_in_the_environment
     monkeypatch.setattr(os, "execve", lambda path, command, env: calls.append((command, env)))
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    arguments = ["app", "--port", "8765", "--elmo-model", str(tmp_path), "--pipeline", str(tmp_path / "a"), "--pipeline", str(tmp_path / "b")]
+    arguments = [
+        "app",
+        "--port",
+        "8765",
+        "--elmo-model",
+        str(tmp_path),
+        "--pipeline",
+        str(tmp_path / "a"),
+        "--pipeline",
+        str(tmp_path / "b"),
+    ]
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 0, result.output
-    (command, env), = calls
-    assert command[0] == sys.executable and command[1:4] == ["-m", "streamlit", "run"] and command[4] == str(dashboard.MAIN) and dashboard.MAIN.is_file()
+    ((command, env),) = calls
+    assert (
+        command[0] == sys.executable
+        and command[1:4] == ["-m", "streamlit", "run"]
+        and command[4] == str(dashboard.MAIN)
+        and dashboard.MAIN.is_file()
+    )
     assert command[command.index("--server.port") + 1] == "8765"
     assert env["SPACY_CONTEXTUAL_ELMO_MODEL"] == str(tmp_path.resolve())
     assert env["SPACY_CONTEXTUAL_PIPELINE"] == f"{tmp_path.resolve() / 'a'}{os.pathsep}{tmp_path.resolve() / 'b'}"

@@ -27,10 +27,21 @@ def input_file(tmp_path):
 def test_output_layout(tmp_path, input_file, tiny_anchor, mode):
     root, _, _ = tiny_anchor
     out = tmp_path / "out.hdf5"
-    args = ["elmo", str(input_file), str(out), mode, "--options-file", str(root / "options.json"), "--weight-file", str(root / "weights.hdf5")]
+    args = [
+        "elmo",
+        str(input_file),
+        str(out),
+        mode,
+        "--options-file",
+        str(root / "options.json"),
+        "--weight-file",
+        str(root / "weights.hdf5"),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    expected = ElmoEmbedder.from_bilm_tf(root / "options.json", root / "weights.hdf5").embed_sentences([l.split() for l in LINES])
+    expected = ElmoEmbedder.from_bilm_tf(root / "options.json", root / "weights.hdf5").embed_sentences(
+        [line.split() for line in LINES]
+    )
     with h5py.File(out) as f:
         assert sorted(f.keys()) == ["0", "1", "2", "3", "sentence_to_index"]
         index = json.loads(f["sentence_to_index"][0])
@@ -44,11 +55,16 @@ def test_output_layout(tmp_path, input_file, tiny_anchor, mode):
 
 def test_model_dir_and_stateful(tmp_path, input_file, tiny_model_dir):
     out = tmp_path / "out.hdf5"
-    result = runner.invoke(app, ["elmo", str(input_file), str(out), "--all", "--model", str(tiny_model_dir), "--stateful", "--batch-size", "2"])
+    result = runner.invoke(
+        app,
+        ["elmo", str(input_file), str(out), "--all", "--model", str(tiny_model_dir), "--stateful", "--batch-size", "2"],
+    )
     assert result.exit_code == 0, result.output
     with h5py.File(out) as f:
         assert f["0"].shape == (3, 5, 32)
-    forget = runner.invoke(app, ["elmo", str(input_file), str(out), "--top", "--model", str(tiny_model_dir), "--forget-sentences"])
+    forget = runner.invoke(
+        app, ["elmo", str(input_file), str(out), "--top", "--model", str(tiny_model_dir), "--forget-sentences"]
+    )
     assert forget.exit_code == 0, forget.output
     with h5py.File(out) as f:
         assert "sentence_to_index" not in f and f["0"].shape == (5, 32)
@@ -65,7 +81,17 @@ def test_bad_invocations(tmp_path, input_file, tiny_model_dir, tiny_anchor):
 
 def test_console_script_runs(tmp_path, input_file, tiny_model_dir):
     out = tmp_path / "out.hdf5"
-    cmd = [sys.executable, "-m", "spacy_contextual", "elmo", str(input_file), str(out), "--top", "--model", str(tiny_model_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "spacy_contextual",
+        "elmo",
+        str(input_file),
+        str(out),
+        "--top",
+        "--model",
+        str(tiny_model_dir),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "wrote 4 sentences" in done.stdout

@@ -59,7 +59,9 @@ def test_pth_file_errors(tmp_path):
 
 def tiny_translator(form="paper", seed=0):
     torch.manual_seed(seed)
-    config = Seq2SeqConfig(30, 25, embedding_dim=8, encoder_hidden=6, target_embedding_dim=5, decoder_hidden=7, attention_form=form)
+    config = Seq2SeqConfig(
+        30, 25, embedding_dim=8, encoder_hidden=6, target_embedding_dim=5, decoder_hidden=7, attention_form=form
+    )
     model = Translator(config, torch.randn(30, 8))
     with torch.no_grad():
         for p in model.parameters():
@@ -124,7 +126,9 @@ def test_tied_output_layer_is_stored_once_and_reloads(tmp_path):
     from spacy_contextual.formats.model_dir import load_tensors
 
     torch.manual_seed(0)
-    config = Seq2SeqConfig(30, 25, embedding_dim=8, encoder_hidden=6, target_embedding_dim=7, decoder_hidden=7, tie_embeddings=True)
+    config = Seq2SeqConfig(
+        30, 25, embedding_dim=8, encoder_hidden=6, target_embedding_dim=7, decoder_hidden=7, tie_embeddings=True
+    )
     model = Translator(config, torch.randn(30, 8)).eval()
     assert model.decoder.output.weight is model.decoder.embedding.weight
     save_translator(model, tmp_path / "mt", [f"s{i}" for i in range(30)], [f"t{i}" for i in range(25)])

@@ -17,7 +17,16 @@ from spacy_contextual.formats.model_dir import load_tensors
 from spacy_contextual.formats.vectors import write_glove
 from spacy_contextual.training.mt import train_mt
 
-EN = {"a": "ein", "big": "großer", "small": "kleiner", "dog": "Hund", "man": "Mann", "runs": "rennt", "sleeps": "schläft", "cat": "Kater"}
+EN = {
+    "a": "ein",
+    "big": "großer",
+    "small": "kleiner",
+    "dog": "Hund",
+    "man": "Mann",
+    "runs": "rennt",
+    "sleeps": "schläft",
+    "cat": "Kater",
+}
 
 
 def _sentence_case(text):
@@ -42,19 +51,45 @@ def corpus(tmp_path_factory):
     _write_corpus(directory, 192, seed=0)
     _write_corpus(directory, 8, seed=1)
     words = ["a", "big", "small", "dog", "man", "runs", "sleeps", "."]  # "cat" has no vector: <unk>
-    write_glove(directory / "glove.txt", words, np.random.default_rng(0).normal(size=(len(words), 8)).astype(np.float32))
+    write_glove(
+        directory / "glove.txt", words, np.random.default_rng(0).normal(size=(len(words), 8)).astype(np.float32)
+    )
     return directory
 
 
 def _config(corpus, **training):
-    settings = dict(seed=0, threads=1, optimizer="adam", learning_rate=0.05, adam_decay=0.5, batch_size=16, grad_clip=5.0,
-                    max_epochs=2, max_steps=0, max_train_pairs=0, eval_every_steps=0, checkpoint_every_steps=0)
+    settings = dict(
+        seed=0,
+        threads=1,
+        optimizer="adam",
+        learning_rate=0.05,
+        adam_decay=0.5,
+        batch_size=16,
+        grad_clip=5.0,
+        max_epochs=2,
+        max_steps=0,
+        max_train_pairs=0,
+        eval_every_steps=0,
+        checkpoint_every_steps=0,
+    )
     settings.update(training)
     return {
-        "paths": {"glove": str(corpus / "glove.txt"), "train_source": str(corpus / "train.en.gz"), "train_target": str(corpus / "train.de.gz"),
-                  "val_source": str(corpus / "val.en.gz"), "val_target": str(corpus / "val.de.gz")},
+        "paths": {
+            "glove": str(corpus / "glove.txt"),
+            "train_source": str(corpus / "train.en.gz"),
+            "train_target": str(corpus / "train.de.gz"),
+            "val_source": str(corpus / "val.en.gz"),
+            "val_target": str(corpus / "val.de.gz"),
+        },
         "vocab": {"oov": "zero", "source_min_count": 1, "target_min_count": 1},
-        "model": {"embedding_dim": 8, "encoder_hidden": 6, "target_embedding_dim": 16, "decoder_hidden": 16, "attention_form": "paper", "dropout": 0.0},
+        "model": {
+            "embedding_dim": 8,
+            "encoder_hidden": 6,
+            "target_embedding_dim": 16,
+            "decoder_hidden": 16,
+            "attention_form": "paper",
+            "dropout": 0.0,
+        },
         "training": settings,
     }
 
@@ -121,7 +156,9 @@ def test_translate_cli_greedy_and_beam(trained, tmp_path):
     runner = CliRunner()
     for beam in ("1", "3"):
         target = tmp_path / f"beam{beam}.txt"
-        result = runner.invoke(app, ["translate", str(source), "--model", str(output / "best"), "--beam", beam, "--output", str(target)])
+        result = runner.invoke(
+            app, ["translate", str(source), "--model", str(output / "best"), "--beam", beam, "--output", str(target)]
+        )
         assert result.exit_code == 0, result.output
         lines = target.read_text(encoding="utf-8").splitlines()
         assert len(lines) == 2 and all(lines)
@@ -146,7 +183,7 @@ def test_export_encoder_and_embed(trained, tmp_path):
     sentences = [["A", "big", "cat", "runs"], [], ["dog"]]
     a, b = full.embed_sentences(sentences), from_export.embed_sentences(sentences, batch_size=1)
     assert [x.shape for x in a] == [(4, 8 + 24), (0, 32), (1, 32)]
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_allclose(x, y, atol=1e-6)
     model, vocab, _ = load_translator(output / "best")
     np.testing.assert_array_equal(a[0][2, :8], 0)  # "cat": no GloVe vector
@@ -174,7 +211,12 @@ def test_from_pth_with_user_glove(tmp_path):
     (out,) = embedder.embed_sentences([["The", "cat", "purrs"]])
     assert out.shape == (3, 1500)
     with torch.no_grad():
-        glove = torch.from_numpy(np.stack([embedder.source_vectors[embedder.vocab.index[w]].numpy() for w in ("the", "cat")] + [np.zeros(300, np.float32)]))
+        glove = torch.from_numpy(
+            np.stack(
+                [embedder.source_vectors[embedder.vocab.index[w]].numpy() for w in ("the", "cat")]
+                + [np.zeros(300, np.float32)]
+            )
+        )
         expected, _ = reference(glove[None])
     np.testing.assert_allclose(out[:, 900:], expected[0].numpy(), atol=1e-5)
     np.testing.assert_array_equal(out[2, :300], 0)
@@ -183,9 +225,12 @@ def test_from_pth_with_user_glove(tmp_path):
 def test_bleu_and_export_commands(trained, corpus, tmp_path):
     output, _ = trained
     runner = CliRunner()
-    result = runner.invoke(app, ["bleu", str(corpus / "val.en.gz"), str(corpus / "val.de.gz"), "--model", str(output / "best"), "--beam", "2"])
+    result = runner.invoke(
+        app,
+        ["bleu", str(corpus / "val.en.gz"), str(corpus / "val.de.gz"), "--model", str(output / "best"), "--beam", "2"],
+    )
     assert result.exit_code == 0, result.output
-    scores = json.loads(result.output[result.output.index("{"):])
+    scores = json.loads(result.output[result.output.index("{") :])
     assert scores["bleu_tok_lc"] > 50 and scores["signature"].startswith("nrefs:1|case:mixed")
     result = runner.invoke(app, ["export-cove", str(output / "best"), str(tmp_path / "encoder")])
     assert result.exit_code == 0, result.output
@@ -197,12 +242,34 @@ def test_bleu_and_export_commands(trained, corpus, tmp_path):
 def test_train_cove_command_with_overrides(corpus, tmp_path):
     config = tmp_path / "mt.cfg"
     config.write_text(
-        (Path(__file__).resolve().parents[1] / "spacy_contextual" / "assets" / "cove" / "mt.cfg").read_text(encoding="utf-8"),
+        (Path(__file__).resolve().parents[1] / "spacy_contextual" / "assets" / "cove" / "mt.cfg").read_text(
+            encoding="utf-8"
+        ),
         encoding="utf-8",
     )
-    args = ["train-cove", str(config), str(tmp_path / "run"), "--paths.data", str(corpus), "--paths.glove", str(corpus / "glove.txt"),
-            "--model.embedding_dim", "8", "--model.target_embedding_dim", "8", "--model.decoder_hidden", "8", "--model.encoder_hidden", "4",
-            "--training.max_epochs", "1", "--training.batch_size", "64", "--vocab.target_min_count", "1"]
+    args = [
+        "train-cove",
+        str(config),
+        str(tmp_path / "run"),
+        "--paths.data",
+        str(corpus),
+        "--paths.glove",
+        str(corpus / "glove.txt"),
+        "--model.embedding_dim",
+        "8",
+        "--model.target_embedding_dim",
+        "8",
+        "--model.decoder_hidden",
+        "8",
+        "--model.encoder_hidden",
+        "4",
+        "--training.max_epochs",
+        "1",
+        "--training.batch_size",
+        "64",
+        "--vocab.target_min_count",
+        "1",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "run" / "history.json").read_text())[0]["epoch"] == 1
@@ -211,13 +278,17 @@ def test_train_cove_command_with_overrides(corpus, tmp_path):
 @pytest.mark.parametrize("precision,tolerance", [("float16", 2e-3), ("int8", 3e-2)])
 def test_packaged_model_keeps_its_outputs(trained, tmp_path, precision, tolerance):
     output, _ = trained
-    result = CliRunner().invoke(app, ["package-cove", str(output / "best"), str(tmp_path / "small"), "--precision", precision])
+    result = CliRunner().invoke(
+        app, ["package-cove", str(output / "best"), str(tmp_path / "small"), "--precision", precision]
+    )
     assert result.exit_code == 0, result.output
     original, small = CoveEmbedder.load(output / "best"), CoveEmbedder.load(tmp_path / "small")
     sentences = [["A", "big", "dog", "runs", "."], ["A", "small", "man", "sleeps", "."]]
-    for x, y in zip(original.embed_sentences(sentences), small.embed_sentences(sentences)):
+    for x, y in zip(original.embed_sentences(sentences), small.embed_sentences(sentences), strict=True):
         np.testing.assert_allclose(x, y, atol=tolerance)
-    assert [t.text for t in small.translate(["A big dog runs."], beam=3)] == [t.text for t in original.translate(["A big dog runs."], beam=3)]
+    assert [t.text for t in small.translate(["A big dog runs."], beam=3)] == [
+        t.text for t in original.translate(["A big dog runs."], beam=3)
+    ]
 
 
 def test_source_vocabulary_rescales_glove_and_handles_oov(corpus):
@@ -242,6 +313,7 @@ def test_bundled_model_translates_held_out_multi30k():
     """The shipped model on the first 200 test2016 sentences, greedy: 31.4 tokenised lowercased BLEU
     when it was packaged (the previous model, trained on poorer GloVe vectors, scored about 23)."""
     from conftest import DATA
+
     from spacy_contextual.training.mt import bleu
     from spacy_contextual.training.mt_data import read_lines
 

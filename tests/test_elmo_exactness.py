@@ -6,8 +6,8 @@ import h5py
 import numpy as np
 import pytest
 import torch
-
 from conftest import FIXTURES
+
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats.bilm_tf import bilm_tf_datasets, load_bilm_tf
 from spacy_contextual.models.chars import batch_to_ids, remove_sentence_boundaries
@@ -56,19 +56,23 @@ def test_stateful_activations_and_carried_states(tiny_anchor):
 def test_scalar_mix_with_and_without_layer_norm(anchor_bilm, tiny_anchor, index):
     _, meta, ref = tiny_anchor
     setting = meta["mix_index"][index]
-    mix = ScalarMix(3, do_layer_norm=setting["do_layer_norm"], initial_weights=setting["weights"], initial_gamma=setting["gamma"])
+    mix = ScalarMix(
+        3, do_layer_norm=setting["do_layer_norm"], initial_weights=setting["weights"], initial_gamma=setting["gamma"]
+    )
     for k, batch in enumerate(meta["batches"]):
         with torch.no_grad():
             activations, mask = anchor_bilm(batch_to_ids(batch))
             mixed = mix(activations, mask)
         np.testing.assert_allclose(mixed.numpy(), ref[f"stateless/b{k}/mix{index}_bos_eos"], **TOL)
-        np.testing.assert_allclose(remove_sentence_boundaries(mixed, mask)[0].numpy(), ref[f"stateless/b{k}/mix{index}"], **TOL)
+        np.testing.assert_allclose(
+            remove_sentence_boundaries(mixed, mask)[0].numpy(), ref[f"stateless/b{k}/mix{index}"], **TOL
+        )
 
 
 def test_elmo_representations(anchor_bilm, tiny_anchor):
     _, meta, ref = tiny_anchor
     elmo = Elmo(anchor_bilm, num_output_representations=2, dropout=0.0).eval()
-    for mix, (weights, gamma) in zip(elmo.scalar_mixes, meta["mix_settings"]):
+    for mix, (weights, gamma) in zip(elmo.scalar_mixes, meta["mix_settings"], strict=True):
         with torch.no_grad():
             mix.weights.copy_(torch.tensor(weights))
             mix.gamma.fill_(gamma)
@@ -84,7 +88,9 @@ def test_elmo_representations(anchor_bilm, tiny_anchor):
         for r in range(2):
             np.testing.assert_allclose(out["elmo_representations"][r].numpy(), ref[f"elmo/b{k}/rep{r}"], **TOL)
         assert np.array_equal(kept["mask"].numpy(), ref[f"elmo_ln_keep_bounds/b{k}/mask"])
-        np.testing.assert_allclose(kept["elmo_representations"][0].numpy(), ref[f"elmo_ln_keep_bounds/b{k}/rep0"], **TOL)
+        np.testing.assert_allclose(
+            kept["elmo_representations"][0].numpy(), ref[f"elmo_ln_keep_bounds/b{k}/rep0"], **TOL
+        )
 
 
 def test_vocabulary_cache_path(tiny_anchor):

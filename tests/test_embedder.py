@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-
 from conftest import tiny_bilm
+
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.models.chars import batch_to_ids, remove_sentence_boundaries
 
@@ -18,16 +18,20 @@ def test_matches_allennlp_embedder(tiny_anchor):
     root, meta, ref = tiny_anchor
     embedder = ElmoEmbedder.from_bilm_tf(root / "options.json", root / "weights.hdf5")
     for k, batch in enumerate(meta["batches"]):
-        for row, (sentence, layers) in enumerate(zip(batch, embedder.embed_sentences(batch, batch_size=2))):
+        for row, (sentence, layers) in enumerate(
+            zip(batch, embedder.embed_sentences(batch, batch_size=2), strict=True)
+        ):
             assert layers.shape == (3, len(sentence), 32) and layers.dtype == np.float32
-            np.testing.assert_allclose(layers, ref[f"stateless/b{k}/embedder_acts"][row, :, : len(sentence)], atol=1e-5, rtol=1e-5)
+            np.testing.assert_allclose(
+                layers, ref[f"stateless/b{k}/embedder_acts"][row, :, : len(sentence)], atol=1e-5, rtol=1e-5
+            )
 
 
 def test_stateful_batches_match_allennlp(tiny_anchor):
     root, meta, ref = tiny_anchor
     embedder = ElmoEmbedder.from_bilm_tf(root / "options.json", root / "weights.hdf5", stateful=True)
     for k, batch in enumerate(meta["batches"]):
-        for row, (sentence, layers) in enumerate(zip(batch, embedder.embed_batch(batch))):
+        for row, (sentence, layers) in enumerate(zip(batch, embedder.embed_batch(batch), strict=True)):
             expected = ref[f"stateful/b{k}/act2"][row, 1 : len(sentence) + 1]
             np.testing.assert_allclose(layers[2], expected, atol=1e-5, rtol=1e-5)
 
@@ -36,7 +40,7 @@ def test_same_vectors_alone_and_in_any_batch(embedder):
     sentences = [["a", "b", "c"], ["The", "river", "bank", "."], ["x"] * 30, ["one"], ["The", "bank", "."]] * 3
     together = embedder.embed_sentences(sentences, batch_size=4)
     reversed_order = embedder.embed_sentences(sentences[::-1], batch_size=7)[::-1]
-    for sentence, a, b in zip(sentences, together, reversed_order):
+    for sentence, a, b in zip(sentences, together, reversed_order, strict=True):
         alone = embedder.embed_sentence(sentence)
         np.testing.assert_allclose(a, alone, atol=1e-6)
         np.testing.assert_allclose(b, alone, atol=1e-6)
@@ -68,7 +72,7 @@ def test_autocast_runs_and_stays_close_to_float32():
     sentences = [["The", "bank", "closed", "."], ["Rivers", "flood"]]
     exact = ElmoEmbedder(tiny_bilm()).embed_sentences(sentences)
     lowered = ElmoEmbedder(tiny_bilm(), autocast_dtype=torch.bfloat16).embed_sentences(sentences)
-    for a, b in zip(exact, lowered):
+    for a, b in zip(exact, lowered, strict=True):
         assert b.dtype == np.float32 and b.shape == a.shape
         np.testing.assert_allclose(b, a, atol=0.1 * np.abs(a).max())
 
@@ -111,5 +115,5 @@ def test_cuda_matches_cpu():
     sentences = [["The", "bank", "."], ["a"] * 12]
     cpu = ElmoEmbedder(bilm).embed_sentences(sentences)
     gpu = ElmoEmbedder(tiny_bilm(), device="cuda").embed_sentences(sentences)
-    for a, b in zip(cpu, gpu):
+    for a, b in zip(cpu, gpu, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4)

@@ -7,8 +7,8 @@ import h5py
 import numpy as np
 import pytest
 import torch
-
 from conftest import tiny_bilm
+
 from spacy_contextual.formats.bilm_dir import load_bilm, save_bilm
 from spacy_contextual.formats.bilm_tf import WeightFileError, export_bilm_tf, load_bilm_tf
 from spacy_contextual.models.chars import batch_to_ids
@@ -38,11 +38,13 @@ def test_export_round_trip_is_exact(tmp_path, variant):
     options, weights = export_bilm_tf(bilm, tmp_path)
     with h5py.File(weights) as f:
         assert ("CNN_proj/W_proj" in f) == (bilm.config.n_filters != bilm.config.projection_dim)
-        assert ("RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0" in f) == (bilm.config.projection_dim < bilm.config.lstm_dim)
+        assert ("RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0" in f) == (
+            bilm.config.projection_dim < bilm.config.lstm_dim
+        )
         assert ("CNN_high_0/W_carry" in f) == (bilm.config.n_highway > 0)
         assert f["char_embed"].shape == (261, 4)
     loaded = load_bilm_tf(options, weights)
-    for ours, theirs in zip(_outputs(bilm), _outputs(loaded)):
+    for ours, theirs in zip(_outputs(bilm), _outputs(loaded), strict=True):
         assert np.array_equal(ours, theirs)
     # and the exported files load again into identical files
     export_bilm_tf(loaded, tmp_path / "again")
@@ -55,7 +57,7 @@ def test_export_round_trip_is_exact(tmp_path, variant):
 def test_model_dir_round_trip(tmp_path):
     bilm = tiny_bilm()
     save_bilm(bilm, tmp_path / "m", info={"note": "test"})
-    for ours, theirs in zip(_outputs(bilm), _outputs(load_bilm(tmp_path / "m"))):
+    for ours, theirs in zip(_outputs(bilm), _outputs(load_bilm(tmp_path / "m")), strict=True):
         assert np.array_equal(ours, theirs)
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert config["kind"] == "elmo-bilm" and config["info"] == {"note": "test"}
@@ -68,7 +70,7 @@ def test_model_dir_fp16_storage(tmp_path):
     save_bilm(bilm, tmp_path / "full")
     half_size = (tmp_path / "half" / "model.safetensors").stat().st_size
     assert half_size < 0.6 * (tmp_path / "full" / "model.safetensors").stat().st_size
-    for ours, theirs in zip(_outputs(bilm), _outputs(load_bilm(tmp_path / "half"))):
+    for ours, theirs in zip(_outputs(bilm), _outputs(load_bilm(tmp_path / "half")), strict=True):
         np.testing.assert_allclose(ours, theirs, atol=2e-2)
 
 
@@ -156,7 +158,11 @@ def test_large_weights_are_saved_as_shards_and_load_whole(tmp_path, monkeypatch)
     monkeypatch.setattr(model_dir, "MAX_SHARD_BYTES", 40_000)
     out = model_dir.save_model_dir(tmp_path / "m", "test", {}, tensors)
     names = [f.name for f in model_dir.weight_files(out)]
-    assert names == ["model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors"]
+    assert names == [
+        "model-00001-of-00003.safetensors",
+        "model-00002-of-00003.safetensors",
+        "model-00003-of-00003.safetensors",
+    ]
     loaded = model_dir.load_tensors(out)
     assert list(loaded) == list(tensors) and all(torch.equal(loaded[k], tensors[k]) for k in tensors)
     monkeypatch.setattr(model_dir, "MAX_SHARD_BYTES", 10**9)

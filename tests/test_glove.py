@@ -6,7 +6,12 @@ import torch
 
 from spacy_contextual.formats.vectors import load_vectors
 from spacy_contextual.training.glove import (
-    build_glove_vocab, cooccurrence, glove_weight, nearest_neighbours, train_glove, train_glove_files,
+    build_glove_vocab,
+    cooccurrence,
+    glove_weight,
+    nearest_neighbours,
+    train_glove,
+    train_glove_files,
 )
 
 
@@ -20,20 +25,27 @@ def test_cooccurrence_is_symmetric_and_distance_weighted():
     sentences = [["a", "b", "c"], ["c", "a"]]
     vocab = ["a", "b", "c"]
     rows, cols, values = cooccurrence(sentences, vocab, window=2)
-    counts = {(vocab[r], vocab[c]): v for r, c, v in zip(rows, cols, values)}
+    counts = {(vocab[r], vocab[c]): v for r, c, v in zip(rows, cols, values, strict=True)}
     # sentence 1: a-b 1, b-c 1, a-c 1/2; sentence 2: c-a 1 (no pair crosses the sentence boundary)
-    assert counts == pytest.approx({("a", "b"): 1, ("b", "a"): 1, ("b", "c"): 1, ("c", "b"): 1, ("a", "c"): 1.5, ("c", "a"): 1.5})
+    assert counts == pytest.approx(
+        {("a", "b"): 1, ("b", "a"): 1, ("b", "c"): 1, ("c", "b"): 1, ("a", "c"): 1.5, ("c", "a"): 1.5}
+    )
 
 
 def test_out_of_vocabulary_tokens_are_removed_before_distances():
     rows, cols, values = cooccurrence([["a", "zzz", "b"]], ["a", "b"], window=1)
-    assert sorted(zip(rows.tolist(), cols.tolist())) == [(0, 1), (1, 0)] and values.tolist() == [1.0, 1.0]
+    assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == [(0, 1), (1, 0)] and values.tolist() == [1.0, 1.0]
 
 
 def _tiny_corpus():
     rng = np.random.default_rng(0)
     animals, foods = ["cat", "dog", "cow"], ["bread", "rice", "soup"]
-    return [[str(rng.choice(animals)), "eats", str(rng.choice(foods))] if i % 2 else [str(rng.choice(animals)), "runs", "fast"] for i in range(400)]
+    return [
+        [str(rng.choice(animals)), "eats", str(rng.choice(foods))]
+        if i % 2
+        else [str(rng.choice(animals)), "runs", "fast"]
+        for i in range(400)
+    ]
 
 
 def test_loss_decreases_and_vectors_have_the_vocabulary_shape():
@@ -50,7 +62,9 @@ def test_loss_decreases_and_vectors_have_the_vocabulary_shape():
 def test_train_from_files_writes_glove_text(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(" ".join(s) for s in _tiny_corpus()), encoding="utf-8")
-    result = train_glove_files([str(corpus)], str(tmp_path / "vectors.txt"), dim=4, window=2, min_count=1, epochs=2, batch_size=16)
+    result = train_glove_files(
+        [str(corpus)], str(tmp_path / "vectors.txt"), dim=4, window=2, min_count=1, epochs=2, batch_size=16
+    )
     loaded = load_vectors(tmp_path / "vectors.txt")
     assert loaded.words == result.vocab
     np.testing.assert_allclose(loaded.vectors, result.vectors, rtol=1e-5, atol=1e-6)
@@ -65,10 +79,23 @@ def test_train_glove_command(tmp_path):
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(" ".join(s) for s in _tiny_corpus()), encoding="utf-8")
-    args = ["train-glove", str(corpus), "-o", str(tmp_path / "v.txt.gz"), "--dim", "6", "--min-count", "1", "--epochs", "3", "--neighbours", "cat,dog"]
+    args = [
+        "train-glove",
+        str(corpus),
+        "-o",
+        str(tmp_path / "v.txt.gz"),
+        "--dim",
+        "6",
+        "--min-count",
+        "1",
+        "--epochs",
+        "3",
+        "--neighbours",
+        "cat,dog",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output[result.output.index("{\n"):])
+    report = json.loads(result.output[result.output.index("{\n") :])
     assert len(report["losses"]) == 3 and set(report["neighbours"]) == {"cat", "dog"}
     assert load_vectors(tmp_path / "v.txt.gz").vectors.shape == (report["vocab"], 6)
 
@@ -82,7 +109,9 @@ def test_default_settings_separate_topics_with_large_minibatches():
     sentences = []
     for _ in range(600):
         topic = str(rng.choice(list(topics)))
-        sentences.append([str(w) for w in rng.choice(topics[topic], 2)] + [str(w) for w in rng.choice(contexts[topic], 2)])
+        sentences.append(
+            [str(w) for w in rng.choice(topics[topic], 2)] + [str(w) for w in rng.choice(contexts[topic], 2)]
+        )
     vocab = build_glove_vocab(sentences, min_count=1)
     rows, cols, values = cooccurrence(sentences, vocab, window=3)
     result = train_glove(rows, cols, values, vocab, dim=16, epochs=10, batch_size=len(values), progress=False)

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 import spacy
+from conftest import DATA, tiny_bilm
 from spacy.tokens import DocBin
+from test_pipeline_cove import tiny_cove_dir
 from typer.testing import CliRunner
 
-from conftest import DATA, tiny_bilm
 from spacy_contextual.cli import app
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.pipeline import layer_weights
-from test_pipeline_cove import tiny_cove_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -32,9 +32,22 @@ def data(tmp_path_factory):
         sentences = f.read().split("\n\n")[:12]
     (root / "ud.conllu").write_text("\n\n".join(sentences) + "\n\n", encoding="utf-8")
     subprocess.run(
-        [sys.executable, "-m", "spacy", "convert", str(root / "ud.conllu"), str(root), "--converter", "conllu", "-n", "4"],
-        check=True, capture_output=True, env=ENV,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "spacy",
+            "convert",
+            str(root / "ud.conllu"),
+            str(root),
+            "--converter",
+            "conllu",
+            "-n",
+            "4",
+        ],
+        check=True,
+        capture_output=True,
+        env=ENV,
+    )
     nlp = spacy.blank("en")
     reviews = DocBin()
     for text, label in [("a fine , moving film .\nloved it .", "pos"), ("dull and far too long .", "neg")] * 2:
@@ -116,7 +129,9 @@ def test_convert_text_rejects_an_empty_corpus(tmp_path):
 
 @pytest.mark.slow
 def test_spacy_package_builds_an_installable_package(data, tmp_path):
-    result = spacy_train(CONFIGS / "elmo_tagger.cfg", data["tagger"], tmp_path / "trained", "--paths.elmo_model", str(data["elmo"]))
+    result = spacy_train(
+        CONFIGS / "elmo_tagger.cfg", data["tagger"], tmp_path / "trained", "--paths.elmo_model", str(data["elmo"])
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     packages = tmp_path / "packages"
     packages.mkdir()
@@ -128,15 +143,32 @@ def test_spacy_package_builds_an_installable_package(data, tmp_path):
     sdist = next(packages.glob("**/dist/*.tar.gz"))
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q", "--target", str(target), str(sdist)],
-        check=True, capture_output=True, env=ENV,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "--target",
+            str(target),
+            str(sdist),
+        ],
+        check=True,
+        capture_output=True,
+        env=ENV,
+    )
     probe = (
         "import en_elmo_tiny, json; nlp = en_elmo_tiny.load(); doc = nlp('The cat sat .');"
         "print(json.dumps([doc._.elmo_data.layers.shape, nlp.meta['requirements']]))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], check=True, capture_output=True, text=True, env={**ENV, "PYTHONPATH": str(target)}
+        [sys.executable, "-c", probe],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**ENV, "PYTHONPATH": str(target)},
     )
     shape, requirements = __import__("json").loads(out.stdout.strip().splitlines()[-1])
     assert shape == [3, 4, 32]

@@ -17,7 +17,24 @@ from spacy_contextual.pipeline import cove_model_dir_loader, layer_weights
 from spacy_contextual.training.mt_data import SPECIALS
 
 torch.set_num_threads(1)
-WORDS = ["the", "a", "man", "rides", "horse", "bank", "river", "money", ".", "i", "like", "green", "eggs", "eat", "blue", "ham"]
+WORDS = [
+    "the",
+    "a",
+    "man",
+    "rides",
+    "horse",
+    "bank",
+    "river",
+    "money",
+    ".",
+    "i",
+    "like",
+    "green",
+    "eggs",
+    "eat",
+    "blue",
+    "ham",
+]
 TEXT = "The man rides a horse. A zebra rides the bank."  # "zebra": outside the vocabulary
 
 

@@ -7,10 +7,10 @@ import pytest
 import spacy
 import srsly
 import torch
+from conftest import tiny_bilm
 from safetensors.torch import load as load_safetensors
 from spacy.tokens import Doc, DocBin
 
-from conftest import tiny_bilm
 from spacy_contextual.embedders.elmo import DEFAULT_MODEL_DIR, ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.pipeline import ContextualData, elmo_bilm_tf_loader, elmo_model_dir_loader, set_vector_hooks
@@ -116,7 +116,7 @@ def test_multiprocessing_gives_the_same_data(nlp):
     texts = [TEXT, "Another sentence here.", "", "Bank bank bank."]
     single = [d._.elmo_data for d in nlp.pipe(texts)]
     multi = [d._.elmo_data for d in nlp.pipe(texts, n_process=2, batch_size=2)]
-    for a, b in zip(single, multi):
+    for a, b in zip(single, multi, strict=True):
         np.testing.assert_allclose(a.layers, b.layers, atol=1e-6)
 
 
@@ -208,9 +208,11 @@ def test_stateful_component_reproduces_the_reference_states(tiny_anchor):
     for k, batch in enumerate(meta["batches"]):  # one reference batch = one encoder batch, rows in order
         docs = _anchor_docs(nlp.vocab, batch)
         layers = elmo.predict(docs)
-        for row, (doc, doc_layers) in enumerate(zip(docs, layers)):
+        for row, (doc, doc_layers) in enumerate(zip(docs, layers, strict=True)):
             for j in range(3):
-                np.testing.assert_allclose(doc_layers[j], ref[f"stateful/b{k}/act{j}"][row, 1 : len(doc) + 1], atol=1e-5)
+                np.testing.assert_allclose(
+                    doc_layers[j], ref[f"stateful/b{k}/act{j}"][row, 1 : len(doc) + 1], atol=1e-5
+                )
 
 
 def test_initialize_through_the_config_loader(tiny_model_dir):
@@ -218,22 +220,38 @@ def test_initialize_through_the_config_loader(tiny_model_dir):
         "nlp": {"lang": "en", "pipeline": ["elmo"]},
         "components": {"elmo": {"factory": "elmo"}},
         "initialize": {
-            "components": {"elmo": {"loader": {"@misc": "spacy-contextual.ElmoModelDir.v1", "path": str(tiny_model_dir)}}}
+            "components": {
+                "elmo": {"loader": {"@misc": "spacy-contextual.ElmoModelDir.v1", "path": str(tiny_model_dir)}}
+            }
         },
     }
-    nlp = spacy.util.load_model_from_config(spacy.util.load_config_from_str(spacy.util.Config(config).to_str()), auto_fill=True)
+    nlp = spacy.util.load_model_from_config(
+        spacy.util.load_config_from_str(spacy.util.Config(config).to_str()), auto_fill=True
+    )
     nlp.initialize()
     assert nlp("A test.")._.elmo_data.layers.shape == (3, 3, 32)
 
 
 SENSES = {
     "bank": (
-        ["I deposited the money at the bank yesterday.", "The bank approved my loan application.", "She works as a teller at the bank downtown."],
-        ["We had a picnic on the grassy bank of the river.", "The boat drifted toward the muddy bank.", "Fish swam near the river bank."],
+        [
+            "I deposited the money at the bank yesterday.",
+            "The bank approved my loan application.",
+            "She works as a teller at the bank downtown.",
+        ],
+        [
+            "We had a picnic on the grassy bank of the river.",
+            "The boat drifted toward the muddy bank.",
+            "Fish swam near the river bank.",
+        ],
     ),
     "play": (
         ["The children play football in the park.", "They play tennis every weekend.", "We play games after dinner."],
-        ["We went to see a play at the theatre.", "The play was written by Shakespeare.", "The actors rehearsed the new play."],
+        [
+            "We went to see a play at the theatre.",
+            "The play was written by Shakespeare.",
+            "The actors rehearsed the new play.",
+        ],
     ),
 }
 

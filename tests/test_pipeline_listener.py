@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from conftest import tiny_bilm
 from spacy.training import Example
 from thinc.api import SGD, Config, NumpyOps, fix_random_seed
 
-from conftest import tiny_bilm
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.pipeline import layer_weights
 from spacy_contextual.pipeline.layer_mix import LayerMix
@@ -100,7 +100,9 @@ def build(model_dir, frozen=True, pipeline=None, learn_rate_scale=1.0, **elmo_mo
         config["nlp"]["pipeline"] = pipeline
     nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
     examples = [
-        Example.from_dict(nlp.make_doc(text), {"tags": tags, "cats": {"pos": float(c == "pos"), "neg": float(c == "neg")}})
+        Example.from_dict(
+            nlp.make_doc(text), {"tags": tags, "cats": {"pos": float(c == "pos"), "neg": float(c == "neg")}}
+        )
         for text, tags, c in TRAIN
     ]
     optimizer = nlp.initialize(lambda: examples)
@@ -166,14 +168,20 @@ def test_learn_rate_scale_scales_only_the_bilm_step(model_dir):
         before, tagger_before = bilm_state(nlp), tagger_params(nlp)
         sgd_steps(nlp, examples)
         after, tagger_after = bilm_state(nlp), tagger_params(nlp)
-        return {k: after[k] - before[k] for k in before}, [a - b for a, b in zip(tagger_after, tagger_before)]
+        return {k: after[k] - before[k] for k in before}, [
+            a - b for a, b in zip(tagger_after, tagger_before, strict=True)
+        ]
 
     bilm_full, tagger_full = sgd_deltas(1.0)
     bilm_tenth, tagger_tenth = sgd_deltas(0.1)
     assert any(delta.abs().max() > 0 for delta in bilm_full.values())
     for name, delta in bilm_full.items():
-        torch.testing.assert_close(bilm_tenth[name], 0.1 * delta, rtol=1e-3, atol=1e-6)  # float32 differences of weights
-    assert all(np.allclose(a, b, atol=1e-7) for a, b in zip(tagger_full, tagger_tenth))  # the task layers: full step
+        torch.testing.assert_close(
+            bilm_tenth[name], 0.1 * delta, rtol=1e-3, atol=1e-6
+        )  # float32 differences of weights
+    assert all(
+        np.allclose(a, b, atol=1e-7) for a, b in zip(tagger_full, tagger_tenth, strict=True)
+    )  # the task layers: full step
 
 
 def test_negative_learn_rate_scale_is_refused(model_dir):
@@ -300,10 +308,10 @@ def test_layer_mix_gradients_match_finite_differences(layer_norm):
 
     def loss(params=None, inputs=X):
         Y, _ = mix(inputs, is_train=False)
-        return float(sum(((y - t) ** 2).sum() / 2 for y, t in zip(Y, target)))
+        return float(sum(((y - t) ** 2).sum() / 2 for y, t in zip(Y, target, strict=True)))
 
     Y, backprop = mix(X, is_train=True)
-    dX = backprop([y - t for y, t in zip(Y, target)])
+    dX = backprop([y - t for y, t in zip(Y, target, strict=True)])
     eps = 1e-3
     for name in ("s", "gamma"):
         analytic = mix.get_grad(name).copy()
@@ -338,11 +346,11 @@ def test_listener_without_projection_must_match_the_encoder_width(model_dir):
         nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
         examples = [Example.from_dict(nlp.make_doc(t), {"tags": g}) for t, g, _ in TRAIN]
         if ok:
-            nlp.initialize(lambda: examples)
+            nlp.initialize(lambda examples=examples: examples)
             assert nlp.get_pipe("tagger").model.get_ref("tok2vec").predict([nlp("I like eggs")])[0].shape == (3, 32)
         else:
             with pytest.raises(ValueError, match="project = true"):
-                nlp.initialize(lambda: examples)
+                nlp.initialize(lambda examples=examples: examples)
 
 
 def test_replaced_listener_keeps_fine_tuning_when_unfrozen(model_dir):

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import spacy
 import torch
-
 from conftest import tiny_bilm
+from test_pipeline_cove import tiny_cove_dir
+from test_pipeline_listener import build, train
+
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.pipeline import cove_model_dir_loader, elmo_model_dir_loader
 from spacy_contextual.pipeline.segment_cache import MIB, SegmentCache
-from test_pipeline_cove import tiny_cove_dir
-from test_pipeline_listener import build, train
 
 torch.set_num_threads(1)
 TEXTS = [
@@ -52,7 +52,7 @@ def layers(nlp, kind="elmo", texts=TEXTS):
 
 def assert_same(first, second):
     assert len(first) == len(second)
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
 
 

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from conftest import tiny_bilm
+from test_pipeline_listener import build, train
 from torch import nn
 
-from conftest import tiny_bilm
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.models.chars import batch_to_ids
 from spacy_contextual.models.token_cache import TokenVectorCache
 from spacy_contextual.pipeline import elmo_model_dir_loader
-from test_pipeline_listener import build, train
 
 torch.set_num_threads(1)
 TEXTS = [
@@ -45,7 +45,7 @@ def layers(nlp, texts=TEXTS):
 
 def assert_same(first, second):
     assert len(first) == len(second)
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
 
 

@@ -9,13 +9,12 @@ from itertools import islice
 
 import numpy as np
 import pytest
+from conftest import DATA, tiny_bilm
 from typer.testing import CliRunner
 
 from spacy_contextual.analysis.sense_probe import fold_ids, format_table, probe_word, read_sense_file, sense_probe
 from spacy_contextual.cli import app
 from spacy_contextual.embedders.elmo import ElmoEmbedder
-
-from conftest import DATA, tiny_bilm
 
 SENSES = DATA / "senses"
 
@@ -26,7 +25,9 @@ def synthetic_instances():
     for i in range(40):
         sense = "MONEY" if i < 30 else "RIVER"
         cue = "cash" if sense == "MONEY" else "water"
-        items.append({"id": f"b{i}", "word": "bank", "tokens": ["the", "bank", cue, f"w{i}"], "target": 1, "sense": sense})
+        items.append(
+            {"id": f"b{i}", "word": "bank", "tokens": ["the", "bank", cue, f"w{i}"], "target": 1, "sense": sense}
+        )
     for i in range(12):
         sense = "FISH" if i % 2 else "MUSIC"
         cue = "water" if sense == "FISH" else "cash"
@@ -73,7 +74,20 @@ def test_probe_gives_the_expected_numbers_on_a_synthetic_encoder():
 
 def test_centroid_is_the_mean_and_similarity_is_cosine():
     # sense A vectors (1, 0) and (1, 0.2*k); sense B (0, 1): a test vector (5, 4) is nearer A's mean by cosine
-    vectors = np.array([[[1.0, 0.0]], [[1.0, 0.2]], [[1.0, 0.4]], [[0.0, 1.0]], [[0.1, 1.0]], [[0.0, 3.0]], [[5.0, 4.0]], [[3.0, 0.1]], [[0.2, 9.0]], [[1.0, 0.1]]])
+    vectors = np.array(
+        [
+            [[1.0, 0.0]],
+            [[1.0, 0.2]],
+            [[1.0, 0.4]],
+            [[0.0, 1.0]],
+            [[0.1, 1.0]],
+            [[0.0, 3.0]],
+            [[5.0, 4.0]],
+            [[3.0, 0.1]],
+            [[0.2, 9.0]],
+            [[1.0, 0.1]],
+        ]
+    )
     senses = ["A", "A", "A", "B", "B", "B", "A", "A", "B", "A"]
     result = probe_word(vectors, senses, folds=10)  # leave-one-out
     assert result["layer_accuracy"] == [1.0]
@@ -112,7 +126,9 @@ def test_probe_runs_on_real_data_with_a_biLM(real_slice):
 
 def test_cli_prints_a_table_and_writes_json(real_slice, tiny_model_dir, tmp_path):
     out = tmp_path / "probe.json"
-    result = CliRunner().invoke(app, ["sense-probe", str(real_slice), "--model", str(tiny_model_dir), "--json", str(out)])
+    result = CliRunner().invoke(
+        app, ["sense-probe", str(real_slice), "--model", str(tiny_model_dir), "--json", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "MFS" in result.output and "hard" in result.output
     data = json.loads(out.read_text())

@@ -5,6 +5,7 @@ sentences of the shared LM corpus."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import DATA, FIXTURES, tiny_config
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
@@ -35,8 +37,6 @@ from spacy_contextual.training.lm import BidirectionalLM, SoftmaxConfig
 from spacy_contextual.training.trainer import pretrain
 from spacy_contextual.training.vocab import Vocabulary
 
-from conftest import DATA, FIXTURES, tiny_config
-
 CORPUS = DATA / "lm_corpus"
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,18 +50,28 @@ def write_slice(source: Path, target: Path, n: int) -> Path:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
-    return write_slice(CORPUS / "train.txt.gz", root / "train.txt", 400), write_slice(CORPUS / "valid.txt.gz", root / "valid.txt", 60)
+    return write_slice(CORPUS / "train.txt.gz", root / "train.txt", 400), write_slice(
+        CORPUS / "valid.txt.gz", root / "valid.txt", 60
+    )
 
 
 def tiny_pretrain_config(corpus, output_dir, **training) -> PretrainConfig:
     train, valid = corpus
-    settings = dict(output_dir=str(output_dir), max_steps=12, warmup_steps=2, lr=0.01, validate_minutes=1e6, checkpoint_minutes=1e6)
+    settings = dict(
+        output_dir=str(output_dir), max_steps=12, warmup_steps=2, lr=0.01, validate_minutes=1e6, checkpoint_minutes=1e6
+    )
     settings.update(training)
     return PretrainConfig.from_dict(
         {
             "model": tiny_config().to_dict(),
             "softmax": {"cutoffs": [50, 200], "div_value": 2.0},
-            "data": {"train": [str(train)], "valid": str(valid), "batch_tokens": 300, "chunk_sentences": 200, "min_count": 2},
+            "data": {
+                "train": [str(train)],
+                "valid": str(valid),
+                "batch_tokens": 300,
+                "chunk_sentences": 200,
+                "min_count": 2,
+            },
             "training": settings,
         }
     )
@@ -95,14 +105,14 @@ def test_ddp_shards_partition_the_corpus(corpus):
 def test_batch_stream_resumes_at_a_position(corpus):
     train, _ = corpus
     stream = BatchStream([train], batch_tokens=300, chunk_sentences=150, seed=3)
-    first = [(pos, batch) for (pos, batch), _ in zip(stream(), range(120))]
+    first = [(pos, batch) for (pos, batch), _ in zip(stream(), range(120), strict=False)]
     assert all(len(b) * (max(map(len, b)) + 2) <= 300 or len(b) == 1 for _, b in first)
     epoch_0 = [tuple(s) for pos, b in first if pos.epoch == 0 for s in b]
     assert sorted(epoch_0) == sorted(map(tuple, iter_sentences(train)))  # every sentence once per epoch
     assert first[-1][0].epoch >= 1
     last_of_epoch_0 = [pos.epoch for pos, _ in first].index(1) - 1
     for start in (11, last_of_epoch_0):
-        resumed = [(pos, batch) for (pos, batch), _ in zip(stream(first[start][0]), range(20))]
+        resumed = [(pos, batch) for (pos, batch), _ in zip(stream(first[start][0]), range(20), strict=False)]
         assert resumed == first[start + 1 : start + 21]
 
 
@@ -116,8 +126,8 @@ def test_lm_loss_is_the_sum_of_forward_and_backward_predictions(corpus):
         batched = lm(sentences)
         one_by_one = [lm([s]) for s in sentences]
         assert batched.predictions == sum(len(s) + 1 for s in sentences)  # </S> (and <S>) predicted
-        assert torch.allclose(batched.forward_nll, sum(l.forward_nll for l in one_by_one), rtol=1e-5)
-        assert torch.allclose(batched.backward_nll, sum(l.backward_nll for l in one_by_one), rtol=1e-5)
+        assert torch.allclose(batched.forward_nll, sum(one.forward_nll for one in one_by_one), rtol=1e-5)
+        assert torch.allclose(batched.backward_nll, sum(one.backward_nll for one in one_by_one), rtol=1e-5)
         # forward LM of "Hi": -log p(Hi | <S>) - log p(</S> | <S> Hi), from the top forward layer
         out = lm.bilm(batch_to_ids([["Hi"]])).activations[-1][0, :2, :16]
         targets = torch.tensor([vocab["Hi"], vocab.eos])
@@ -129,7 +139,7 @@ def test_window_stream_deals_sentences_into_continuous_rows_and_resumes(corpus):
     train, _ = corpus
     stream = WindowStream([train], batch_tokens=60, bptt_steps=5, chunk_sentences=150, seed=3)
     assert stream.rows == 12
-    first = [(pos, windows) for (pos, windows), _ in zip(stream(), range(400))]
+    first = [(pos, windows) for (pos, windows), _ in zip(stream(), range(400), strict=False)]
     epoch_0 = [w for pos, w in first if pos.epoch == 0]
     assert first[-1][0].epoch >= 1
     assert all(len(window) == 6 for w in epoch_0 for window in w.forward + w.backward)
@@ -138,7 +148,7 @@ def test_window_stream_deals_sentences_into_continuous_rows_and_resumes(corpus):
     for row in range(stream.rows):
         forward = epoch_0[0].forward[row][:1] + [t for w in epoch_0 for t in w.forward[row][1:]]
         backward = epoch_0[0].backward[row][:1] + [t for w in epoch_0 for t in w.backward[row][1:]]
-        for w, following in zip(epoch_0, epoch_0[1:]):  # consecutive windows overlap by one token
+        for w, following in itertools.pairwise(epoch_0):  # consecutive windows overlap by one token
             assert w.forward[row][-1] == following.forward[row][0]
         text = " ".join(forward).split("</S>")
         complete = [tuple(part.split()[1:]) for part in text[:-1]]  # "<S> w1 .. wn"
@@ -149,7 +159,7 @@ def test_window_stream_deals_sentences_into_continuous_rows_and_resumes(corpus):
     assert not Counter(seen) - Counter(sentences)  # every sentence at most once per epoch
     assert len(seen) > 0.9 * len(sentences)  # only the rows' unfinished tails are left out
     for start in (17, len(epoch_0) - 1):
-        resumed = [(pos, w) for (pos, w), _ in zip(stream(first[start][0]), range(10))]
+        resumed = [(pos, w) for (pos, w), _ in zip(stream(first[start][0]), range(10), strict=False)]
         assert resumed == first[start + 1 : start + 11]
 
 
@@ -162,7 +172,10 @@ def test_window_loss_with_carried_state_equals_one_long_window(corpus):
     lm = BidirectionalLM(BiLM(tiny_config()), vocab, SoftmaxConfig([50, 200], 2.0)).eval()
     stream = WindowStream([train], batch_tokens=24, bptt_steps=8)
     (_, a), (_, b) = islice(stream(), 2)
-    joined = Windows([x + y[1:] for x, y in zip(a.forward, b.forward)], [x + y[1:] for x, y in zip(a.backward, b.backward)])
+    joined = Windows(
+        [x + y[1:] for x, y in zip(a.forward, b.forward, strict=True)],
+        [x + y[1:] for x, y in zip(a.backward, b.backward, strict=True)],
+    )
     with torch.no_grad():
         first = lm(a)
         second = lm(b, first.states)
@@ -218,7 +231,9 @@ def test_same_seed_gives_identical_weights(corpus, tmp_path):
     assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
     pretrain(tiny_pretrain_config(corpus, tmp_path / "c", max_steps=6, seed=8), log=quiet)
     other = load_file(str(tmp_path / "c" / "model" / "model.safetensors"))
-    assert not torch.equal(other["forward_layers.0.state_linearity.weight"], runs[0]["forward_layers.0.state_linearity.weight"])
+    assert not torch.equal(
+        other["forward_layers.0.state_linearity.weight"], runs[0]["forward_layers.0.state_linearity.weight"]
+    )
 
 
 def test_existing_run_needs_resume(corpus, tmp_path):
@@ -237,7 +252,15 @@ def test_run_killed_with_sigkill_resumes_from_its_checkpoint(corpus, tmp_path):
     config.save(config_file)
 
     def command(output_dir: Path, *extra: str) -> list[str]:
-        return [sys.executable, "-c", "from spacy_contextual.cli import app; app()", "pretrain-elmo", str(config_file), f"training.output_dir={output_dir}", *extra]
+        return [
+            sys.executable,
+            "-c",
+            "from spacy_contextual.cli import app; app()",
+            "pretrain-elmo",
+            str(config_file),
+            f"training.output_dir={output_dir}",
+            *extra,
+        ]
 
     killed = tmp_path / "killed"
     state_file = killed / "checkpoint" / "trainer_state.json"
@@ -267,7 +290,10 @@ def test_run_killed_with_sigkill_resumes_from_its_checkpoint(corpus, tmp_path):
     final_killed = load_file(str(killed / "model" / "model.safetensors"))
     final_straight = load_file(str(straight / "model" / "model.safetensors"))
     assert all(torch.equal(final_killed[k], final_straight[k]) for k in final_straight)
-    assert not torch.equal(saved_weights["forward_layers.0.state_linearity.weight"], final_killed["forward_layers.0.state_linearity.weight"])
+    assert not torch.equal(
+        saved_weights["forward_layers.0.state_linearity.weight"],
+        final_killed["forward_layers.0.state_linearity.weight"],
+    )
 
 
 DDP_SCRIPT = """
@@ -300,9 +326,16 @@ def test_ddp_two_cpu_processes_under_torchrun_keep_identical_weights(corpus, tmp
     Vocabulary.build(config.data.train, 2).save(tmp_path / "vocab.txt")
     (tmp_path / "ddp.py").write_text(DDP_SCRIPT, encoding="utf-8")
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-        f"--master_port={free_port()}", str(tmp_path / "ddp.py"), str(tmp_path / "config.json"),
-        str(tmp_path / "vocab.txt"), str(tmp_path),
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={free_port()}",
+        str(tmp_path / "ddp.py"),
+        str(tmp_path / "config.json"),
+        str(tmp_path / "vocab.txt"),
+        str(tmp_path),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env)
@@ -338,7 +371,8 @@ def test_cli_finetune_prints_perplexity_before_and_after(corpus, tmp_path):
     config_file = tmp_path / "config.json"
     tiny_pretrain_config(corpus, tmp_path / "ft", max_steps=2).save(config_file)
     result = CliRunner().invoke(
-        app, ["finetune-elmo", str(root / "weights.hdf5"), str(config_file), "--options-file", str(root / "options.json")]
+        app,
+        ["finetune-elmo", str(root / "weights.hdf5"), str(config_file), "--options-file", str(root / "options.json")],
     )
     assert result.exit_code == 0, result.output
     assert "initialised a new adaptive softmax" in result.output
@@ -351,9 +385,19 @@ def test_cli_finetune_under_torchrun_trains_on_two_shards_and_reports_once(corpu
     config_file = tmp_path / "config.json"
     tiny_pretrain_config(corpus, tmp_path / "ft", max_steps=3).save(config_file)
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-        f"--master_port={free_port()}", "-m", "spacy_contextual", "finetune-elmo", str(root / "weights.hdf5"),
-        str(config_file), "--options-file", str(root / "options.json"),
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={free_port()}",
+        "-m",
+        "spacy_contextual",
+        "finetune-elmo",
+        str(root / "weights.hdf5"),
+        str(config_file),
+        "--options-file",
+        str(root / "options.json"),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
@@ -373,7 +417,7 @@ def test_export_reads_back_through_the_bilm_tf_loader_to_identical_outputs(corpu
     again = load_bilm(tmp_path / "out").eval()
     ids = batch_to_ids([["Export", "me", "."], ["Twice"]])
     with torch.no_grad():
-        for a, b, c in zip(ours(ids).activations, exported(ids).activations, again(ids).activations):
+        for a, b, c in zip(ours(ids).activations, exported(ids).activations, again(ids).activations, strict=True):
             assert torch.equal(a, b) and torch.equal(a, c)
 
 
@@ -381,7 +425,9 @@ def test_cli_pretrain_with_overrides_then_evaluate(corpus, tmp_path):
     config_file = tmp_path / "config.json"
     tiny_pretrain_config(corpus, tmp_path / "unused").save(config_file)
     runner = CliRunner()
-    result = runner.invoke(app, ["pretrain-elmo", str(config_file), "--training.output_dir", str(tmp_path / "run"), "training.max_steps=4"])
+    result = runner.invoke(
+        app, ["pretrain-elmo", str(config_file), "--training.output_dir", str(tmp_path / "run"), "training.max_steps=4"]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["step"] == 4
     scores = tmp_path / "scores.json"
@@ -400,18 +446,39 @@ def test_shipped_pretraining_configs_load_and_train(name, corpus, tmp_path):
         shipped,
         model=tiny.model,
         softmax=replace(tiny.softmax, kind=shipped.softmax.kind, negatives=min(shipped.softmax.negatives, 50)),
-        data=replace(shipped.data, train=tiny.data.train, valid=tiny.data.valid, vocab=None, batch_tokens=300, chunk_sentences=200, min_count=2),
+        data=replace(
+            shipped.data,
+            train=tiny.data.train,
+            valid=tiny.data.valid,
+            vocab=None,
+            batch_tokens=300,
+            chunk_sentences=200,
+            min_count=2,
+        ),
         training=replace(
-            shipped.training, output_dir=str(tmp_path / "run"), export_dir=None, max_steps=2, max_minutes=None,
-            validate_minutes=1e6, checkpoint_minutes=1e6, num_threads=torch.get_num_threads(), device="cpu",
+            shipped.training,
+            output_dir=str(tmp_path / "run"),
+            export_dir=None,
+            max_steps=2,
+            max_minutes=None,
+            validate_minutes=1e6,
+            checkpoint_minutes=1e6,
+            num_threads=torch.get_num_threads(),
+            device="cpu",
         ),  # fmt: skip
     )
     assert pretrain(config, log=quiet)["step"] == 2
 
 
 def test_bad_overrides_are_refused_with_the_fix():
-    assert parse_overrides(["--training.lr", "0.1", "data.batch_tokens=5"]) == ["training.lr=0.1", "data.batch_tokens=5"]
-    assert apply_overrides({}, ["training.lr=0.1", "data.train=[\"a.txt\"]"]) == {"training": {"lr": 0.1}, "data": {"train": ["a.txt"]}}
+    assert parse_overrides(["--training.lr", "0.1", "data.batch_tokens=5"]) == [
+        "training.lr=0.1",
+        "data.batch_tokens=5",
+    ]
+    assert apply_overrides({}, ["training.lr=0.1", 'data.train=["a.txt"]']) == {
+        "training": {"lr": 0.1},
+        "data": {"train": ["a.txt"]},
+    }
     with pytest.raises(ValueError, match="has no key 'lrr'"):
         apply_overrides({}, ["training.lrr=1"])
     with pytest.raises(ValueError, match=r"unknown keys in \[model\]"):

@@ -22,7 +22,7 @@ def _write(path, text):
 
 
 def _body():
-    return "".join(f"{w} {' '.join(str(v) for v in row)}\n" for w, row in zip(WORDS, ROWS))
+    return "".join(f"{w} {' '.join(str(v) for v in row)}\n" for w, row in zip(WORDS, ROWS, strict=True))
 
 
 @pytest.mark.parametrize("header", [False, True], ids=["glove", "word2vec-fasttext"])
@@ -36,7 +36,9 @@ def test_formats_load_every_row(tmp_path, header, suffix):
 
 
 def test_fasttext_vec_with_trailing_space(tmp_path):
-    text = f"{len(WORDS)} 3\n" + "".join(f"{w} {' '.join(str(v) for v in row)} \n" for w, row in zip(WORDS, ROWS))
+    text = f"{len(WORDS)} 3\n" + "".join(
+        f"{w} {' '.join(str(v) for v in row)} \n" for w, row in zip(WORDS, ROWS, strict=True)
+    )
     np.testing.assert_array_equal(load_vectors(_write(tmp_path / "wiki.vec", text)).vectors, ROWS)
 
 

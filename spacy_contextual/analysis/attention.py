@@ -19,7 +19,10 @@ def attention_figure(source_tokens: list[str], target_tokens: list[str], alpha: 
     # repeated tokens must stay separate columns/rows: label axes by position, show the words as ticks
     columns = list(range(len(source_tokens)))
     rows = list(range(len(target_tokens)))
-    hover = [[f"{html.escape(t)} ← {html.escape(s)}: {alpha[i, j]:.3f}" for j, s in enumerate(source_tokens)] for i, t in enumerate(target_tokens)]
+    hover = [
+        [f"{html.escape(t)} ← {html.escape(s)}: {alpha[i, j]:.3f}" for j, s in enumerate(source_tokens)]
+        for i, t in enumerate(target_tokens)
+    ]
     fig = go.Figure(
         go.Heatmap(
             z=alpha,
@@ -35,8 +38,20 @@ def attention_figure(source_tokens: list[str], target_tokens: list[str], alpha: 
     )
     cell = 28
     fig.update_layout(
-        xaxis={"title": "source (English)", "tickmode": "array", "tickvals": columns, "ticktext": source_tokens, "side": "top"},
-        yaxis={"title": "target (German)", "tickmode": "array", "tickvals": rows, "ticktext": target_tokens, "autorange": "reversed"},
+        xaxis={
+            "title": "source (English)",
+            "tickmode": "array",
+            "tickvals": columns,
+            "ticktext": source_tokens,
+            "side": "top",
+        },
+        yaxis={
+            "title": "target (German)",
+            "tickmode": "array",
+            "tickvals": rows,
+            "ticktext": target_tokens,
+            "autorange": "reversed",
+        },
         height=max(300, 120 + cell * len(target_tokens)),
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
     )

@@ -6,7 +6,6 @@ fast at 5,000 occurrences)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -24,7 +23,11 @@ class Clustering:
 
 
 def cluster(
-    vectors: np.ndarray, method: str = "kmeans", k: Optional[int] = None, k_range: tuple[int, int] = (2, 8), seed: int = 0
+    vectors: np.ndarray,
+    method: str = "kmeans",
+    k: int | None = None,
+    k_range: tuple[int, int] = (2, 8),
+    seed: int = 0,
 ) -> Clustering:
     """``k=None``: the k in ``k_range`` (inclusive) with the best silhouette."""
     if method not in METHODS:

@@ -5,7 +5,6 @@ charts, components side by side."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Union
 
 import pandas as pd
 import plotly.express as px
@@ -18,13 +17,15 @@ from .occurrences import InputError
 MIX_COLUMNS = ["component", "source", "layer", "s", "weight", "gamma"]
 
 
-def load_pipeline(path: Union[str, Path]):
+def load_pipeline(path: str | Path):
     """``spacy.load`` of a pipeline directory, with a clear error for anything else."""
     import spacy
 
     path = Path(str(path).strip()).expanduser()
     if not str(path) or not path.is_dir():
-        raise InputError(f"{path} is not a directory: give the directory of a trained spaCy pipeline (e.g. training/model-best).")
+        raise InputError(
+            f"{path} is not a directory: give the directory of a trained spaCy pipeline (e.g. training/model-best)."
+        )
     if not (path / "config.cfg").is_file() or not (path / "meta.json").is_file():
         raise InputError(
             f"{path} is not a spaCy pipeline directory (it has no config.cfg and meta.json): give the output "
@@ -50,7 +51,7 @@ def listener_mixes(nlp) -> pd.DataFrame:
             if node.name != "layer_mix" or not node.has_param("s") or node.get_param("s") is None:
                 continue
             mix = layer_weights(node)
-            for layer, (s, weight) in enumerate(zip(mix["s"], mix["weights"])):
+            for layer, (s, weight) in enumerate(zip(mix["s"], mix["weights"], strict=True)):
                 rows.append((name, source, layer, float(s), float(weight), mix["gamma"]))
     return pd.DataFrame(rows, columns=MIX_COLUMNS)
 
@@ -77,9 +78,19 @@ def layer_weights_figure(mixes: pd.DataFrame) -> go.Figure:
         )
         gamma = group["gamma"].iloc[0]
         fig.add_bar(
-            x=[component], y=[gamma], name=component, legendgroup=component, showlegend=False,
-            text=[f"{gamma:.3f}"], hovertemplate=component + ": γ = %{y:.4f}<extra></extra>", marker_color=color, row=1, col=2,
-        )  # fmt: skip
-    fig.update_layout(barmode="group", height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend_title_text="component")
+            x=[component],
+            y=[gamma],
+            name=component,
+            legendgroup=component,
+            showlegend=False,
+            text=[f"{gamma:.3f}"],
+            hovertemplate=component + ": γ = %{y:.4f}<extra></extra>",
+            marker_color=color,
+            row=1,
+            col=2,
+        )
+    fig.update_layout(
+        barmode="group", height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend_title_text="component"
+    )
     fig.update_yaxes(range=[0, 1], row=1, col=1)
     return fig

@@ -39,5 +39,7 @@ def neighbour_table(
     table = nearest_neighbours(vectors, index, k)
     rows = occurrences.iloc[table["occurrence"]]
     table["sense"] = rows["sense"].to_numpy()
-    table["sentence"] = [highlight(records[r]["tokens"], p) for r, p in zip(rows["record"], rows["position"])]
+    table["sentence"] = [
+        highlight(records[r]["tokens"], p) for r, p in zip(rows["record"], rows["position"], strict=True)
+    ]
     return table

@@ -13,9 +13,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional, Union
 
 import pandas as pd
 
@@ -69,7 +69,7 @@ def text_corpus(text: str, max_chars: int = MAX_TEXT_CHARS) -> list[dict]:
     return records
 
 
-def read_sense_jsonl(source: Union[str, Path, bytes], max_records: int = MAX_RECORDS) -> list[dict]:
+def read_sense_jsonl(source: str | Path | bytes, max_records: int = MAX_RECORDS) -> list[dict]:
     """A sense-labelled JSONL (plain or gzip) from a path or the bytes of an uploaded file."""
     if isinstance(source, (str, Path)):
         path = Path(source)
@@ -98,7 +98,12 @@ def read_sense_jsonl(source: Union[str, Path, bytes], max_records: int = MAX_REC
                 'like {"tokens": [...], "target": 3, "sense": "...", "word": "..."}.'
             ) from None
         records.append(
-            {"tokens": tokens, "target": None if target is None else int(target), "sense": item.get("sense"), "word": item.get("word")}
+            {
+                "tokens": tokens,
+                "target": None if target is None else int(target),
+                "sense": item.get("sense"),
+                "word": item.get("word"),
+            }
         )
     if not records:
         raise InputError("The file holds no records: expected one JSON object per line.")
@@ -111,7 +116,7 @@ def corpus_words(records: Iterable[dict]) -> list[str]:
     return [str(w).lower() for w in counts.str.lower().value_counts().index]
 
 
-def find_occurrences(records: list[dict], word: str, max_occurrences: Optional[int] = None) -> pd.DataFrame:
+def find_occurrences(records: list[dict], word: str, max_occurrences: int | None = None) -> pd.DataFrame:
     """Every occurrence of ``word`` (case-insensitive), in corpus order, with its sentence."""
     word = (word or "").strip().lower()
     if not word:

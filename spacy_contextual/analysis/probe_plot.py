@@ -30,10 +30,15 @@ def probe_figure(results: list[dict]) -> go.Figure:
             y=group["accuracy"],
             name=layer,
             text=[f"{a:.3f}" for a in group["accuracy"]],
-            marker={"color": "lightgray", "line": {"color": "black", "width": 1}} if is_baseline else {"color": palette[index % len(palette)]},
+            marker={"color": "lightgray", "line": {"color": "black", "width": 1}}
+            if is_baseline
+            else {"color": palette[index % len(palette)]},
             hovertemplate="%{x} · " + layer + ": %{y:.3f}<extra></extra>",
         )
     fig.update_layout(
-        barmode="group", yaxis={"title": "accuracy (5-fold CV)", "range": [0, 1]}, height=420, margin={"l": 10, "r": 10, "t": 30, "b": 10}
+        barmode="group",
+        yaxis={"title": "accuracy (5-fold CV)", "range": [0, 1]},
+        height=420,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
     return fig

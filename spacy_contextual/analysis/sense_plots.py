@@ -5,7 +5,6 @@ clicked point can be traced back."""
 from __future__ import annotations
 
 import html
-from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -24,7 +23,7 @@ def snippet(tokens: list[str], position: int, context: int = HOVER_CONTEXT) -> s
 
 
 def point_frame(
-    records: list[dict], occurrences: pd.DataFrame, coords: np.ndarray, clusters: Optional[np.ndarray] = None
+    records: list[dict], occurrences: pd.DataFrame, coords: np.ndarray, clusters: np.ndarray | None = None
 ) -> pd.DataFrame:
     """What a scatter shows: x, y, occurrence index, cluster, gold sense, hover text."""
     frame = pd.DataFrame(
@@ -33,7 +32,10 @@ def point_frame(
             "y": coords[:, 1],
             "occurrence": np.arange(len(occurrences)),
             "sense": occurrences["sense"].fillna("(none)").astype(str).to_numpy(),
-            "context": [snippet(records[r]["tokens"], p) for r, p in zip(occurrences["record"], occurrences["position"])],
+            "context": [
+                snippet(records[r]["tokens"], p)
+                for r, p in zip(occurrences["record"], occurrences["position"], strict=True)
+            ],
         }
     )
     if clusters is not None:
@@ -60,7 +62,9 @@ def sense_scatter(frame: pd.DataFrame, color: str = "cluster", title: str = "", 
         marker={"size": 7 if len(frame) < 1000 else 4, "opacity": 0.8},
         hovertemplate="%{customdata[1]}<br>sense: %{customdata[2]}<extra>#%{customdata[0]}</extra>",
     )
-    fig.update_layout(xaxis_title=None, yaxis_title=None, legend_title_text=color, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    fig.update_layout(
+        xaxis_title=None, yaxis_title=None, legend_title_text=color, margin={"l": 10, "r": 10, "t": 40, "b": 10}
+    )
     return fig
 
 
@@ -68,5 +72,7 @@ def silhouette_figure(silhouettes: dict[int, float]) -> go.Figure:
     """Silhouette against k, when k was chosen automatically."""
     ks = sorted(silhouettes)
     fig = go.Figure(go.Scatter(x=ks, y=[silhouettes[k] for k in ks], mode="lines+markers"))
-    fig.update_layout(xaxis_title="k", yaxis_title="silhouette", height=240, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    fig.update_layout(
+        xaxis_title="k", yaxis_title="silhouette", height=240, margin={"l": 10, "r": 10, "t": 10, "b": 10}
+    )
     return fig

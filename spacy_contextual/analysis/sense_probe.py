@@ -16,12 +16,13 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 
-PathLike = Union[str, Path]
+from ..types import PathLike
+
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
 
 
@@ -44,7 +45,9 @@ def read_sense_file(path: PathLike) -> list[dict]:
             if missing:
                 raise ValueError(f"{path}:{number} lacks {missing}; each line needs word, tokens, target, sense")
             if not isinstance(item["target"], int) or not 0 <= item["target"] < len(item["tokens"]):
-                raise ValueError(f"{path}:{number}: target {item['target']!r} is not an index into its {len(item['tokens'])} tokens")
+                raise ValueError(
+                    f"{path}:{number}: target {item['target']!r} is not an index into its {len(item['tokens'])} tokens"
+                )
             instances.append(item)
     if not instances:
         raise ValueError(f"{path} holds no instances")
@@ -57,7 +60,7 @@ def target_vectors(instances: Sequence[dict], embed: Embed, chunk_size: int = 25
     for start in range(0, len(instances), chunk_size):
         chunk = instances[start : start + chunk_size]
         arrays = embed([list(item["tokens"]) for item in chunk])
-        for item, layers in zip(chunk, arrays):
+        for item, layers in zip(chunk, arrays, strict=True):
             if layers.shape[1] != len(item["tokens"]):
                 raise ValueError(f"the encoder returned {layers.shape[1]} vectors for {len(item['tokens'])} tokens")
             out.append(np.asarray(layers[:, item["target"]], dtype=np.float32))
@@ -78,7 +81,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norm, 1e-12)
 
 
-def centroid_predictions(vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def centroid_predictions(
+    vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Cross-validated predictions for one word's ``vectors`` (n, layers, dim): the most frequent
     sense of each instance's training folds (n,), and its nearest sense centroid per layer (n, layers)."""
     n = len(senses)
@@ -93,7 +98,9 @@ def centroid_predictions(vectors: np.ndarray, senses: Sequence[str], folds: int 
         names = sorted(set(labels[train]))
         counts = Counter(labels[train])
         mfs_predicted[test] = max(names, key=lambda s: (counts[s], -names.index(s)))
-        centroids = np.stack([vectors[train & (labels == s)].mean(axis=0) for s in names], axis=1)  # (layers, senses, dim)
+        centroids = np.stack(
+            [vectors[train & (labels == s)].mean(axis=0) for s in names], axis=1
+        )  # (layers, senses, dim)
         similarity = np.einsum("nld,lsd->nls", _unit(vectors[test]), _unit(centroids))
         layer_predicted[test] = np.asarray(names)[similarity.argmax(-1)]
     return mfs_predicted, layer_predicted
@@ -134,6 +141,6 @@ def format_table(results: Sequence[dict]) -> str:
         for r in results
     ]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines)

@@ -7,13 +7,13 @@ scalar mix, s = 0 and γ = 1: ELMo = Σ_j (1/L) · h_j, the mean of the layers.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence, Union
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
-Layer = Union[int, str]
+Layer = int | str
 MIX = "mix"
 
 
@@ -21,9 +21,9 @@ def occurrence_layers(embed: Embed, records: list[dict], occurrences: pd.DataFra
     """(n_occurrences, n_layers, dim) float32; each sentence that holds an occurrence is embedded once."""
     sentence_ids = sorted(set(occurrences["record"]))
     arrays = embed([list(records[i]["tokens"]) for i in sentence_ids])
-    by_record = dict(zip(sentence_ids, arrays))
+    by_record = dict(zip(sentence_ids, arrays, strict=True))
     return np.stack(
-        [by_record[r][:, p] for r, p in zip(occurrences["record"], occurrences["position"])]
+        [by_record[r][:, p] for r, p in zip(occurrences["record"], occurrences["position"], strict=True)]
     ).astype(np.float32)
 
 

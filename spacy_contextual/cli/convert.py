@@ -14,7 +14,6 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Optional
 
 import spacy
 import typer
@@ -29,7 +28,7 @@ def convert_sentiment(
     input_path: Path = typer.Argument(..., help="movie_reviews.jsonl(.gz): id, text, label, split per line"),
     output_dir: Path = typer.Argument(..., help="writes train.spacy, dev.spacy, test.spacy here"),
     lang: str = typer.Option("en", help="language of the tokenizer"),
-    limit: Optional[int] = typer.Option(None, help="at most this many records per split (for smoke tests)"),
+    limit: int | None = typer.Option(None, help="at most this many records per split (for smoke tests)"),
 ) -> None:
     """Convert sentiment JSONL to .spacy files with exclusive text categories."""
     records = list(_read_jsonl(input_path))

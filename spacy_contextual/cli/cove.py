@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -14,7 +13,9 @@ from ._app import app
 
 @app.command("train-glove")
 def train_glove_command(
-    corpus: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Text files (.gz ok), one sentence per line"),
+    corpus: list[Path] = typer.Argument(
+        ..., exists=True, dir_okay=False, help="Text files (.gz ok), one sentence per line"
+    ),
     output: Path = typer.Option(..., "--output", "-o", help="GloVe text file to write (.gz ok)"),
     dim: int = typer.Option(300, "--dim", min=1),
     window: int = typer.Option(10, "--window", min=1),
@@ -22,7 +23,9 @@ def train_glove_command(
     epochs: int = typer.Option(15, "--epochs", min=1),
     learning_rate: float = typer.Option(0.5, "--lr"),
     seed: int = typer.Option(0, "--seed"),
-    neighbours: Optional[str] = typer.Option(None, "--neighbours", help="Comma-separated words whose nearest neighbours are reported"),
+    neighbours: str | None = typer.Option(
+        None, "--neighbours", help="Comma-separated words whose nearest neighbours are reported"
+    ),
 ) -> None:
     """Train GloVe vectors on a corpus (lowercased regex tokens, 1/d weighted window, AdaGrad)."""
     import torch
@@ -30,7 +33,9 @@ def train_glove_command(
     from ..training.glove import nearest_neighbours, train_glove_files
 
     torch.set_num_threads(1)
-    result = train_glove_files([str(p) for p in corpus], str(output), dim, window, min_count, epochs, learning_rate, seed=seed)
+    result = train_glove_files(
+        [str(p) for p in corpus], str(output), dim, window, min_count, epochs, learning_rate, seed=seed
+    )
     report = {"vocab": len(result.vocab), "losses": [round(x, 5) for x in result.losses]}
     if neighbours:
         report["neighbours"] = nearest_neighbours(result.vectors, result.vocab, neighbours.split(","), 8)
@@ -40,8 +45,12 @@ def train_glove_command(
 @app.command("train-cove", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def train_cove_command(
     ctx: typer.Context,
-    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"),
-    output: Path = typer.Argument(..., help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json"),
+    config_path: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"
+    ),
+    output: Path = typer.Argument(
+        ..., help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json"
+    ),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/last"),
 ) -> None:
     """Train the CoVe English->German MT model; overrides as in spacy train: --training.max_epochs 3."""
@@ -62,9 +71,11 @@ def translate_command(
     model: str = typer.Option("default", "--model", help="A cove-mt model directory, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write German here instead of stdout"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write German here instead of stdout"),
     max_length: int = typer.Option(100, "--max-length", min=1),
-    replace_unk: bool = typer.Option(True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"),
+    replace_unk: bool = typer.Option(
+        True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"
+    ),
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
     from ..embedders.cove import CoveEmbedder
@@ -75,7 +86,9 @@ def translate_command(
         raise typer.BadParameter(f"{input_file} does not exist")
     else:
         lines = input_file.read_text(encoding="utf-8").splitlines()
-    translations = CoveEmbedder.load(model).translate(lines, beam=beam, alpha=alpha, max_length=max_length, replace_unk=replace_unk)
+    translations = CoveEmbedder.load(model).translate(
+        lines, beam=beam, alpha=alpha, max_length=max_length, replace_unk=replace_unk
+    )
     text = "".join(t.text + "\n" for t in translations)
     if output is None:
         typer.echo(text, nl=False)
@@ -86,11 +99,15 @@ def translate_command(
 @app.command("bleu")
 def bleu_command(
     source: Path = typer.Argument(..., exists=True, dir_okay=False, help="Raw English, one sentence per line (.gz ok)"),
-    reference: Path = typer.Argument(..., exists=True, dir_okay=False, help="Raw German references, line-aligned (.gz ok)"),
+    reference: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="Raw German references, line-aligned (.gz ok)"
+    ),
     model: str = typer.Option("default", "--model", help="A cove-mt model directory, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0),
-    replace_unk: bool = typer.Option(True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"),
+    replace_unk: bool = typer.Option(
+        True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"
+    ),
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
     from ..embedders.cove import default_model_path
@@ -115,7 +132,9 @@ def export_cove_command(
 
 @app.command("package-cove")
 def package_cove_command(
-    mt_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="A cove-mt model directory (e.g. a run's best/)"),
+    mt_dir: Path = typer.Argument(
+        ..., exists=True, file_okay=False, help="A cove-mt model directory (e.g. a run's best/)"
+    ),
     out_dir: Path = typer.Argument(..., help="Where to write the repacked cove-mt directory"),
     precision: str = typer.Option("float16", "--precision", help="float32, float16 or int8 (row-wise scaled matrices)"),
 ) -> None:

@@ -6,7 +6,6 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -20,10 +19,21 @@ MAIN = Path(__file__).resolve().parent.parent / "dashboard" / "main.py"
 def run_dashboard(
     port: int = typer.Option(8501, help="port to serve on"),
     address: str = typer.Option("127.0.0.1", help="address to bind; 0.0.0.0 to serve other machines"),
-    elmo_model: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="ELMo model directory (default: the bundled model)"),
-    cove_model: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="CoVe model directory (default: the bundled model)"),
-    pipeline: Optional[list[Path]] = typer.Option(None, exists=True, file_okay=False, help="trained spaCy pipeline for the Layer weights page (repeat to compare several)"),
-    sense_data: Optional[Path] = typer.Option(None, exists=True, file_okay=False, help="folder of sense-labelled .jsonl(.gz) files"),
+    elmo_model: Path | None = typer.Option(
+        None, exists=True, file_okay=False, help="ELMo model directory (default: the bundled model)"
+    ),
+    cove_model: Path | None = typer.Option(
+        None, exists=True, file_okay=False, help="CoVe model directory (default: the bundled model)"
+    ),
+    pipeline: list[Path] | None = typer.Option(
+        None,
+        exists=True,
+        file_okay=False,
+        help="trained spaCy pipeline for the Layer weights page (repeat to compare several)",
+    ),
+    sense_data: Path | None = typer.Option(
+        None, exists=True, file_okay=False, help="folder of sense-labelled .jsonl(.gz) files"
+    ),
     headless: bool = typer.Option(True, help="do not open a browser"),
 ) -> None:
     """Serve the dashboard: sense explorer, layer weights, CoVe attention, layer probe."""
@@ -36,8 +46,20 @@ def run_dashboard(
     if pipeline:
         env[PIPELINE_ENV] = os.pathsep.join(str(path.resolve()) for path in pipeline)
     command = [
-        sys.executable, "-m", "streamlit", "run", str(MAIN),
-        "--server.port", str(port), "--server.address", address,
-        "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(MAIN),
+        "--server.port",
+        str(port),
+        "--server.address",
+        address,
+        "--server.headless",
+        str(headless).lower(),
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "minimal",
     ]
     os.execve(sys.executable, command, env)  # become the server: signals and exit status are streamlit's

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 import h5py
 import numpy as np
@@ -26,9 +26,7 @@ def _count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
-def load_embedder(
-    options_file: Optional[Path], weight_file: Optional[Path], model: Optional[str], **kwargs
-) -> ElmoEmbedder:
+def load_embedder(options_file: Path | None, weight_file: Path | None, model: str | None, **kwargs) -> ElmoEmbedder:
     """The encoder named on the command line: bilm-tf files, our model dir, or the bundled default."""
     if (options_file is None) != (weight_file is None):
         raise typer.BadParameter("--options-file and --weight-file go together")
@@ -41,14 +39,16 @@ def load_embedder(
 
 @app.command("elmo")
 def elmo_command(
-    input_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="One whitespace-tokenised sentence per line"),
+    input_file: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="One whitespace-tokenised sentence per line"
+    ),
     output_file: Path = typer.Argument(..., help="HDF5 file to write"),
     all_layers: bool = typer.Option(False, "--all", help="Store all layers: (n_layers, n, 2P) per sentence"),
     top: bool = typer.Option(False, "--top", help="Store the top layer: (n, 2P)"),
     average: bool = typer.Option(False, "--average", help="Store the mean of the layers: (n, 2P)"),
-    options_file: Optional[Path] = typer.Option(None, "--options-file", exists=True, dir_okay=False),
-    weight_file: Optional[Path] = typer.Option(None, "--weight-file", exists=True, dir_okay=False),
-    model: Optional[str] = typer.Option(None, "--model", help="Our model directory, or 'default'"),
+    options_file: Path | None = typer.Option(None, "--options-file", exists=True, dir_okay=False),
+    weight_file: Path | None = typer.Option(None, "--weight-file", exists=True, dir_okay=False),
+    model: str | None = typer.Option(None, "--model", help="Our model directory, or 'default'"),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     stateful: bool = typer.Option(False, "--stateful", help="Carry LSTM state across batches (AllenNLP behaviour)"),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda"),

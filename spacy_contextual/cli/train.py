@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -17,8 +16,10 @@ EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 def _print_perplexity(label: str, scores: dict) -> None:
     typer.echo(
-        f"{label}: forward {scores['forward']:.2f}  backward {scores['backward']:.2f}  average {scores['average']:.2f}  "
-        f"({scores['sentences']} sentences, {scores['predictions']} predictions per direction, OOV {scores['oov_rate']:.2%})"
+        f"{label}: forward {scores['forward']:.2f}  backward {scores['backward']:.2f}  average "
+        f"{scores['average']:.2f}  "
+        f"({scores['sentences']} sentences, {scores['predictions']} predictions per direction, OOV "
+        f"{scores['oov_rate']:.2%})"
     )
 
 
@@ -42,9 +43,15 @@ def pretrain_command(
 def finetune_command(
     ctx: typer.Context,
     model: str = typer.Argument(..., help="Our model directory, 'default', or a bilm-tf weights.hdf5"),
-    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Config (JSON); its model section is ignored (the model brings its own)"),
-    options_file: Optional[Path] = typer.Option(None, "--options-file", exists=True, dir_okay=False, help="options.json of a bilm-tf model"),
-    heldout: Optional[Path] = typer.Option(None, "--heldout", exists=True, dir_okay=False, help="Held-out text of the domain (default data.valid)"),
+    config_path: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="Config (JSON); its model section is ignored (the model brings its own)"
+    ),
+    options_file: Path | None = typer.Option(
+        None, "--options-file", exists=True, dir_okay=False, help="options.json of a bilm-tf model"
+    ),
+    heldout: Path | None = typer.Option(
+        None, "--heldout", exists=True, dir_okay=False, help="Held-out text of the domain (default data.valid)"
+    ),
     resume: bool = typer.Option(False, "--resume"),
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
@@ -83,8 +90,8 @@ def export_command(
 def evaluate_command(
     model_dir: str = typer.Argument(..., help="Model dir with its LM softmax, training output dir, or 'default'"),
     text: Path = typer.Argument(..., exists=True, dir_okay=False, help="One tokenised sentence per line (.gz ok)"),
-    max_sentences: Optional[int] = typer.Option(None, "--max-sentences", min=1),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the scores here"),
+    max_sentences: int | None = typer.Option(None, "--max-sentences", min=1),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the scores here"),
 ) -> None:
     """Perplexity (forward, backward, average) by the DESIGN.md §5 protocol."""
     from ..embedders.elmo import default_model_path
@@ -107,11 +114,11 @@ def evaluate_command(
 
 @app.command("sense-probe")
 def sense_probe_command(
-    files: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Sense-labelled JSONL (.gz ok)"),
-    model: Optional[str] = typer.Option(None, "--model", help="Model directory or 'default' (the bundled model)"),
+    files: list[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Sense-labelled JSONL (.gz ok)"),
+    model: str | None = typer.Option(None, "--model", help="Model directory or 'default' (the bundled model)"),
     encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
     folds: int = typer.Option(5, "--folds", min=2),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results (a list, one object per word)"),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the results (a list, one object per word)"),
 ) -> None:
     """The ELMo paper's WSD probe: per word, 5-fold CV nearest sense centroid per layer vs. MFS."""
     from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
@@ -126,7 +133,7 @@ def sense_probe_command(
         typer.echo(f"wrote {json_out}")
 
 
-def load_encoder(encoder: str, model: Optional[str]):
+def load_encoder(encoder: str, model: str | None):
     """An object with ``embed_sentences(list of token lists) -> list of (layers, n, dim)`` arrays."""
     if encoder == "elmo":
         from ..embedders.elmo import ElmoEmbedder

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import streamlit as st
 
@@ -59,12 +59,15 @@ def load_encoder(kind: str, model: str):
             raise ModelUnavailable(f"Could not load an ELMo model from {model}: {error}") from None
     if kind == "cove":
         if not cove_available():
-            raise ModelUnavailable("CoVe is not part of this installation (spacy_contextual.embedders.cove is missing).")
+            raise ModelUnavailable(
+                "CoVe is not part of this installation (spacy_contextual.embedders.cove is missing)."
+            )
         from ..embedders.cove import CoveEmbedder
 
         if model == "default" and not (bundled_model_dir("cove") / "config.json").is_file():
             raise ModelUnavailable(
-                f"The bundled CoVe model is not installed ({bundled_model_dir('cove')} is missing). Enter the path of a "
+                f"The bundled CoVe model is not installed ({bundled_model_dir('cove')} is missing). Enter the path of "
+                "a "
                 f"CoVe model directory in the sidebar, or set {COVE_MODEL_ENV}."
             )
         try:
@@ -93,7 +96,10 @@ def encoder_picker(key: str) -> tuple[str, str]:
     with st.sidebar:
         kind = st.radio("Encoder", ENCODERS, horizontal=True, key=f"{key}_encoder")
         model = st.text_input(
-            "Model directory", value=default_model(kind), key=f"{key}_model_{kind}", help="'default' = the bundled model"
+            "Model directory",
+            value=default_model(kind),
+            key=f"{key}_model_{kind}",
+            help="'default' = the bundled model",
         )
     return kind, model
 
@@ -106,7 +112,7 @@ def encoder_or_stop(kind: str, model: str):
         st.stop()
 
 
-def sense_data_dir() -> Optional[Path]:
+def sense_data_dir() -> Path | None:
     """Where sense-labelled JSONL files are looked for: the environment variable, else ../shared/data/senses
     next to a source checkout, else none."""
     if os.environ.get(SENSE_DATA_ENV):

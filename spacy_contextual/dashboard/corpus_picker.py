@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Union
 
 import streamlit as st
 
@@ -17,7 +16,7 @@ MAX_UPLOAD_BYTES = 50_000_000
 
 
 @st.cache_data(max_entries=16, show_spinner="Reading the corpus…")
-def load_corpus(source: str, payload: Union[str, bytes, None], filename: str = "") -> tuple[list[dict], str]:
+def load_corpus(source: str, payload: str | bytes | None, filename: str = "") -> tuple[list[dict], str]:
     """(records, digest) for one corpus choice; the digest keys the cached vectors."""
     if source == DEMO:
         records = demo_corpus()
@@ -48,7 +47,9 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
                 "Text", key=f"{key}_text", height=160, placeholder="Paste English text (up to 200,000 characters)."
             )
         elif source == UPLOAD:
-            uploaded = st.file_uploader("Text, .jsonl or .jsonl.gz file", type=["txt", "jsonl", "gz"], key=f"{key}_upload")
+            uploaded = st.file_uploader(
+                "Text, .jsonl or .jsonl.gz file", type=["txt", "jsonl", "gz"], key=f"{key}_upload"
+            )
             if uploaded is None:
                 st.info("Upload a file to use it as the corpus.")
                 st.stop()
@@ -67,4 +68,3 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
         st.error(str(error))
         st.stop()
     return records, digest, source
-

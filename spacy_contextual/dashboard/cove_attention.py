@@ -21,9 +21,17 @@ def cached_translation(model: str, sentence: str, beam: int, max_length: int):
 
 def render() -> None:
     st.title("CoVe attention")
-    st.markdown("The MT-LSTM's decoder attends over the English tokens for every German token it writes: α_t = softmax(H (W1 h_t + b1)).")
+    st.markdown(
+        "The MT-LSTM's decoder attends over the English tokens for every German token it writes: α_t = softmax(H (W1 "
+        "h_t + b1))."
+    )
     with st.sidebar:
-        model = st.text_input("CoVe MT model directory", value=default_model("cove"), key=f"{KEY}_model", help="'default' = the bundled model")
+        model = st.text_input(
+            "CoVe MT model directory",
+            value=default_model("cove"),
+            key=f"{KEY}_model",
+            help="'default' = the bundled model",
+        )
     sentence = st.text_input("English sentence", value=DEFAULT_SENTENCE, key=f"{KEY}_sentence", max_chars=None)
     columns = st.columns(2)
     decoding = columns[0].radio("Decoding", ["greedy", "beam"], horizontal=True, key=f"{KEY}_decoding")
@@ -32,13 +40,18 @@ def render() -> None:
         st.error("The sentence is empty: type an English sentence to translate.")
         return
     if len(sentence) > MAX_SOURCE_CHARS:
-        st.error(f"The sentence has {len(sentence):,} characters; the limit is {MAX_SOURCE_CHARS}. Translate one sentence at a time.")
+        st.error(
+            f"The sentence has {len(sentence):,} characters; the limit is {MAX_SOURCE_CHARS}. Translate one sentence "
+            "at a time."
+        )
         return
     from ..training.mt_data import tokenize
 
     n_tokens = len(tokenize(sentence))
     if n_tokens > MAX_SOURCE_TOKENS:
-        st.error(f"The sentence has {n_tokens} tokens; the limit is {MAX_SOURCE_TOKENS}. Translate one sentence at a time.")
+        st.error(
+            f"The sentence has {n_tokens} tokens; the limit is {MAX_SOURCE_TOKENS}. Translate one sentence at a time."
+        )
         return
     try:
         translated = cached_translation(model, sentence.strip(), beam, max_length=2 * n_tokens + 10)
@@ -50,6 +63,10 @@ def render() -> None:
         st.warning("The model produced an empty translation, so there is no attention to show.")
         return
     st.plotly_chart(
-        attention_figure(translated.source, translated.tokens, translated.attention), key=f"{KEY}_chart", width="stretch"
+        attention_figure(translated.source, translated.tokens, translated.attention),
+        key=f"{KEY}_chart",
+        width="stretch",
     )
-    st.caption("Rows: German tokens (</s> left out); columns: English tokens as the model saw them (lowercased). Hover for α.")
+    st.caption(
+        "Rows: German tokens (</s> left out); columns: English tokens as the model saw them (lowercased). Hover for α."
+    )

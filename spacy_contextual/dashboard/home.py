@@ -9,7 +9,11 @@ from .common import bundled_model_dir, cove_available, default_model
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV
 
 PAGES = [
-    ("Sense explorer", "every occurrence of a word in a corpus, projected and clustered; static next to contextual; nearest occurrences; projector export"),
+    (
+        "Sense explorer",
+        "every occurrence of a word in a corpus, projected and clustered; static next to contextual; nearest "
+        "occurrences; projector export",
+    ),
     ("Layer weights", "the softmax(s_j) and γ each listener of a trained pipeline learned"),
     ("CoVe attention", "translate an English sentence and see the decoder's attention α"),
     ("Layer probe", "word-sense 1-NN accuracy per layer against the most-frequent-sense baseline"),

@@ -49,7 +49,9 @@ def render() -> None:
     records, digest, _ = corpus_picker(KEY, sources=(DEMO, JSONL, UPLOAD))
     with st.sidebar:
         max_instances = int(
-            st.number_input("Instances per word (first n)", 10, 10_000, DEFAULT_MAX_INSTANCES, step=100, key=f"{KEY}_max")
+            st.number_input(
+                "Instances per word (first n)", 10, 10_000, DEFAULT_MAX_INSTANCES, step=100, key=f"{KEY}_max"
+            )
         )
     records = labelled_instances(records, max_instances)
     if not records:

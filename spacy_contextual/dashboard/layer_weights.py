@@ -22,7 +22,7 @@ def cached_pipeline(path: str):
 
 
 def pipeline_label(path: str) -> str:
-    """"elmo_tagger/model-best" for ".../elmo_tagger/model-best": enough to tell pipelines apart."""
+    """ "elmo_tagger/model-best" for ".../elmo_tagger/model-best": enough to tell pipelines apart."""
     parts = Path(path).resolve().parts
     return "/".join(parts[-2:])
 
@@ -55,7 +55,8 @@ def render() -> None:
         if mixes.empty:
             st.warning(
                 f"{path} ({', '.join(nlp.pipe_names) or 'no components'}) has no component with a layer mix: none "
-                "listens to an `elmo` or `cove` component. Train one with a spacy-contextual listener (e.g. configs/elmo_tagger.cfg)."
+                "listens to an `elmo` or `cove` component. Train one with a spacy-contextual listener (e.g. "
+                "configs/elmo_tagger.cfg)."
             )
             continue
         frames.append(mixes.assign(pipeline=pipeline_label(path)))

@@ -24,7 +24,9 @@ MAX_OCCURRENCES = 5000
 
 
 @st.cache_data(max_entries=8, show_spinner="Embedding the sentences…")
-def embed_occurrences(kind: str, model: str, corpus_digest: str, word: str, max_occurrences: int, _records, _occurrences) -> np.ndarray:
+def embed_occurrences(
+    kind: str, model: str, corpus_digest: str, word: str, max_occurrences: int, _records, _occurrences
+) -> np.ndarray:
     """All layers of every occurrence; keyed by encoder, model, corpus and word (records are not hashed)."""
     return occurrence_layers(layered_embed(kind, model), _records, _occurrences)
 
@@ -40,7 +42,11 @@ def cached_projection(vectors: np.ndarray, method: str) -> np.ndarray:
 
 
 def layer_label(layer) -> str:
-    return "mix (mean of all layers)" if layer == MIX else ("0 (static: context-independent)" if layer == 0 else str(layer))
+    return (
+        "mix (mean of all layers)"
+        if layer == MIX
+        else ("0 (static: context-independent)" if layer == 0 else str(layer))
+    )
 
 
 def render() -> None:
@@ -78,7 +84,9 @@ def render() -> None:
     controls = st.columns([1.2, 1, 1, 1, 1])
     options = layer_options(layers.shape[1])
     layer = controls[0].selectbox("Layer", options, index=len(options) - 2, format_func=layer_label, key=f"{KEY}_layer")
-    projection = controls[1].radio("Projection", PROJECTION_METHODS, format_func=str.upper, horizontal=True, key=f"{KEY}_projection")
+    projection = controls[1].radio(
+        "Projection", PROJECTION_METHODS, format_func=str.upper, horizontal=True, key=f"{KEY}_projection"
+    )
     method = controls[2].radio("Clusters", CLUSTER_METHODS, horizontal=True, key=f"{KEY}_clusters")
     auto_k = controls[3].checkbox("k by silhouette", value=True, key=f"{KEY}_auto_k")
     k = None if auto_k else controls[3].slider("k", 1, 12, 3, key=f"{KEY}_k")
@@ -110,7 +118,9 @@ def render() -> None:
         )
     with right:
         st.plotly_chart(
-            sense_scatter(static_frame, color, "static: GloVe (layer 0)" if kind == "cove" else "static: layer 0 (char CNN)"),
+            sense_scatter(
+                static_frame, color, "static: GloVe (layer 0)" if kind == "cove" else "static: layer 0 (char CNN)"
+            ),
             key=f"{KEY}_static_chart",
             width="stretch",
         )
@@ -146,7 +156,9 @@ def render_neighbours(records, occurrences, vectors, clicked) -> None:
     st.subheader("Nearest occurrences (cosine, in the original space)")
     columns = st.columns([3, 1])
     choices = list(range(len(occurrences)))
-    if clicked is not None and clicked != st.session_state.get(f"{KEY}_last_click"):  # a new click, not a kept selection
+    if clicked is not None and clicked != st.session_state.get(
+        f"{KEY}_last_click"
+    ):  # a new click, not a kept selection
         st.session_state[f"{KEY}_query"] = clicked
     st.session_state[f"{KEY}_last_click"] = clicked
     query = columns[0].selectbox(
@@ -157,10 +169,16 @@ def render_neighbours(records, occurrences, vectors, clicked) -> None:
     )
     k = columns[1].slider("Neighbours", 1, 50, 10, key=f"{KEY}_neighbours")
     row = occurrences.iloc[query]
-    st.markdown("**Query** · " + highlight(records[row["record"]]["tokens"], row["position"]) + (f" · _{row['sense']}_" if row["sense"] else ""))
+    st.markdown(
+        "**Query** · "
+        + highlight(records[row["record"]]["tokens"], row["position"])
+        + (f" · _{row['sense']}_" if row["sense"] else "")
+    )
     table = neighbour_table(records, occurrences, vectors, query, k)
     lines = [
         f"{rank}. `{similarity:.3f}` " + (f"_{sense}_ · " if sense else "") + sentence
-        for rank, (similarity, sense, sentence) in enumerate(zip(table["similarity"], table["sense"], table["sentence"]), start=1)
+        for rank, (similarity, sense, sentence) in enumerate(
+            zip(table["similarity"], table["sense"], table["sentence"], strict=True), start=1
+        )
     ]
     st.markdown("\n".join(lines))

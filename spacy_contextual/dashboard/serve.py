@@ -11,9 +11,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -34,12 +34,14 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def chromium_binary() -> Optional[str]:
+def chromium_binary() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @contextmanager
-def served_app(script: Path, env: Optional[dict] = None, startup_timeout: float = 90.0) -> Iterator[tuple[str, subprocess.Popen]]:
+def served_app(
+    script: Path, env: dict | None = None, startup_timeout: float = 90.0
+) -> Iterator[tuple[str, subprocess.Popen]]:
     """``streamlit run script`` on 127.0.0.1 at a free port; yields (url, server process) and stops
     exactly that process afterwards."""
     port = free_port()
@@ -56,7 +58,9 @@ def served_app(script: Path, env: Optional[dict] = None, startup_timeout: float 
         while True:
             if server.poll() is not None:
                 log.seek(0)
-                raise RuntimeError(f"streamlit exited with {server.returncode}:\n{log.read().decode(errors='replace')[-3000:]}")
+                raise RuntimeError(
+                    f"streamlit exited with {server.returncode}:\n{log.read().decode(errors='replace')[-3000:]}"
+                )
             try:  # the local server is up once its port accepts a connection (nothing leaves this machine)
                 with socket.create_connection(("127.0.0.1", port), timeout=2):
                     break

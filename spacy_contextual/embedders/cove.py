@@ -10,8 +10,9 @@ model (a "cove-mt" directory such as the bundled default) and returns the attent
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -22,8 +23,8 @@ from ..formats.vectors import load_vectors
 from ..models.mtlstm import MTLSTM
 from ..models.seq2seq import Translator, translate_all
 from ..training.mt_data import SPECIALS, Vocab, detokenize, pad, replace_unknown, tokenize
+from ..types import PathLike
 
-PathLike = Union[str, Path]
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "cove"
 LAYER_SLICES = {"glove": slice(0, 300), "cove1": slice(300, 900), "cove2": slice(900, 1500)}
 
@@ -46,9 +47,13 @@ def default_model_path() -> Path:
 
 class CoveEmbedder:
     def __init__(
-        self, encoder: MTLSTM, source_vectors: torch.Tensor, vocab: Sequence[str],
-        translator: Optional[Translator] = None, target_vocab: Optional[Sequence[str]] = None,
-        device: Union[str, torch.device] = "cpu",
+        self,
+        encoder: MTLSTM,
+        source_vectors: torch.Tensor,
+        vocab: Sequence[str],
+        translator: Translator | None = None,
+        target_vocab: Sequence[str] | None = None,
+        device: str | torch.device = "cpu",
     ):
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -62,7 +67,7 @@ class CoveEmbedder:
     # -- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, model: Optional[PathLike] = None, **kwargs) -> "CoveEmbedder":
+    def load(cls, model: PathLike | None = None, **kwargs) -> CoveEmbedder:
         """A "cove-mt" or "cove-encoder" directory; None or "default" = the bundled model."""
         path = default_model_path() if model is None or str(model) == "default" else Path(model)
         if model_kind(path) == MT_KIND:
@@ -71,15 +76,21 @@ class CoveEmbedder:
         return cls(*load_encoder(path), **kwargs)
 
     @classmethod
-    def from_pth(cls, pth_path: PathLike, glove_path: PathLike, vocab: Optional[Sequence[str]] = None, **kwargs) -> "CoveEmbedder":
+    def from_pth(
+        cls, pth_path: PathLike, glove_path: PathLike, vocab: Sequence[str] | None = None, **kwargs
+    ) -> CoveEmbedder:
         """The published ``wmtlstm-*.pth`` encoder over the user's GloVe file (e.g. glove.840B.300d.txt).
 
         Words are looked up lowercased (the first, most frequent, row of each lowercased form wins);
         ``vocab`` restricts the table to the words you need, otherwise the whole file is loaded."""
         encoder = load_cove_pth(pth_path)
-        static = load_vectors(glove_path, vocab=None if vocab is None else [w.lower() for w in vocab], lowercase_lookup=True)
+        static = load_vectors(
+            glove_path, vocab=None if vocab is None else [w.lower() for w in vocab], lowercase_lookup=True
+        )
         if static.dim != encoder.input_dim:
-            raise ValueError(f"{glove_path} has {static.dim}-d vectors; the CoVe encoder needs {encoder.input_dim}-d GloVe")
+            raise ValueError(
+                f"{glove_path} has {static.dim}-d vectors; the CoVe encoder needs {encoder.input_dim}-d GloVe"
+            )
         words = [w for w in static.words if w not in SPECIALS]
         rows = torch.from_numpy(static.vectors[[static.index()[w] for w in words]])
         table = torch.cat([torch.zeros(len(SPECIALS), static.dim), rows])
@@ -97,7 +108,7 @@ class CoveEmbedder:
     @torch.no_grad()
     def embed_sentences(self, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
         """One float32 array (n, 1500) per sentence: [GloVe | CoVe-1 | CoVe-2]; empty sentences give (0, 1500)."""
-        out: list[Optional[np.ndarray]] = [None] * len(sentences)
+        out: list[np.ndarray | None] = [None] * len(sentences)
         order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
         for index in order:
             if len(sentences[index]) == 0:
@@ -117,18 +128,30 @@ class CoveEmbedder:
     # -- translation ----------------------------------------------------------------------------
 
     @torch.no_grad()
-    def translate(self, sentences: Sequence[Union[str, Sequence[str]]], beam: int = 5, alpha: float = 0.6,
-                  max_length: int = 100, batch_size: int = 64, replace_unk: bool = True) -> list[Translated]:
+    def translate(
+        self,
+        sentences: Sequence[str | Sequence[str]],
+        beam: int = 5,
+        alpha: float = 0.6,
+        max_length: int = 100,
+        batch_size: int = 64,
+        replace_unk: bool = True,
+    ) -> list[Translated]:
         """English sentences (raw strings, or token lists) -> German with the attention matrix.
 
         beam = 1 is greedy (batched); beam > 1 runs beam search sentence by sentence. ``replace_unk``
         writes the most-attended source token in place of each generated <unk>."""
         if self.translator is None or self.target_vocab is None:
-            raise RuntimeError("this CoVe model is an encoder only; translation needs a 'cove-mt' model directory (the default has one)")
+            raise RuntimeError(
+                "this CoVe model is an encoder only; translation needs a 'cove-mt' model directory (the default has "
+                "one)"
+            )
         sources = [tokenize(s) if isinstance(s, str) else [t.lower() for t in s] for s in sentences]
-        results = translate_all(self.translator, [self.vocab.encode(s) for s in sources], beam, alpha, max_length, batch_size)
+        results = translate_all(
+            self.translator, [self.vocab.encode(s) for s in sources], beam, alpha, max_length, batch_size
+        )
         out = []
-        for source, result in zip(sources, results):
+        for source, result in zip(sources, results, strict=True):
             if result is None:
                 out.append(Translated([], np.zeros((0, 0), dtype=np.float32), [], ""))
                 continue

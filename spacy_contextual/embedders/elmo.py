@@ -9,10 +9,10 @@ batches in input order and carries LSTM state per batch row, as AllenNLP's ``Elm
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -21,8 +21,8 @@ from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
+from ..types import PathLike
 
-PathLike = Union[str, Path]
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "elmo"
 
 
@@ -39,10 +39,10 @@ class ElmoEmbedder:
     def __init__(
         self,
         bilm: BiLM,
-        device: Union[str, torch.device] = "cpu",
+        device: str | torch.device = "cpu",
         max_batch_tokens: int = 4096,
         token_cache_size: int = 50_000,
-        autocast_dtype: Optional[torch.dtype] = None,
+        autocast_dtype: torch.dtype | None = None,
     ):
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -55,15 +55,17 @@ class ElmoEmbedder:
     # -- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def from_bilm_tf(cls, options_file: PathLike, weight_file: PathLike, stateful: bool = False, **kwargs) -> "ElmoEmbedder":
+    def from_bilm_tf(
+        cls, options_file: PathLike, weight_file: PathLike, stateful: bool = False, **kwargs
+    ) -> ElmoEmbedder:
         return cls(load_bilm_tf(options_file, weight_file, stateful=stateful), **kwargs)
 
     @classmethod
-    def from_dir(cls, path: PathLike, stateful: bool = False, **kwargs) -> "ElmoEmbedder":
+    def from_dir(cls, path: PathLike, stateful: bool = False, **kwargs) -> ElmoEmbedder:
         return cls(load_bilm(path, stateful=stateful), **kwargs)
 
     @classmethod
-    def load(cls, model: Optional[PathLike] = None, stateful: bool = False, **kwargs) -> "ElmoEmbedder":
+    def load(cls, model: PathLike | None = None, stateful: bool = False, **kwargs) -> ElmoEmbedder:
         """Our model dir, or the bundled default when ``model`` is None or "default"."""
         path = default_model_path() if model in (None, "default") else Path(model)
         return cls.from_dir(path, stateful=stateful, **kwargs)
@@ -111,9 +113,9 @@ class ElmoEmbedder:
             chunk = [list(s) for s in islice(iterator, chunk_size)]
             if not chunk:
                 return
-            results: list[Optional[np.ndarray]] = [None] * len(chunk)
+            results: list[np.ndarray | None] = [None] * len(chunk)
             for indices in self._plan_batches(chunk, batch_size):
-                for index, array in zip(indices, self.embed_batch([chunk[i] for i in indices])):
+                for index, array in zip(indices, self.embed_batch([chunk[i] for i in indices]), strict=True):
                     results[index] = array
             yield from results  # type: ignore[misc]
 
@@ -138,7 +140,9 @@ class ElmoEmbedder:
         if not sentences:
             return []
         autocast = (
-            torch.autocast(self.device.type, dtype=self.autocast_dtype) if self.autocast_dtype is not None else nullcontext()
+            torch.autocast(self.device.type, dtype=self.autocast_dtype)
+            if self.autocast_dtype is not None
+            else nullcontext()
         )
         with autocast:
             tokens, mask = self._token_vectors(sentences)

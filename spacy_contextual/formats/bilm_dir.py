@@ -7,7 +7,7 @@ softmax under ``softmax.*`` (with its ``vocab.txt``), so that training can conti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -22,10 +22,10 @@ def save_bilm(
     bilm: BiLM,
     path: PathLike,
     *,
-    softmax: Optional[dict[str, torch.Tensor]] = None,
-    vocab: Optional[list[str]] = None,
-    dtype: Optional[torch.dtype] = None,
-    info: Optional[dict[str, Any]] = None,
+    softmax: dict[str, torch.Tensor] | None = None,
+    vocab: list[str] | None = None,
+    dtype: torch.dtype | None = None,
+    info: dict[str, Any] | None = None,
 ) -> Path:
     tensors = dict(bilm.state_dict())
     for name, tensor in (softmax or {}).items():
@@ -41,13 +41,15 @@ def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
     state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
     missing, unexpected = bilm.load_state_dict(state, strict=False)
     if missing or unexpected:
-        raise ValueError(f"{path}: weights do not match config.json (missing {missing[:5]}, unexpected {unexpected[:5]})")
+        raise ValueError(
+            f"{path}: weights do not match config.json (missing {missing[:5]}, unexpected {unexpected[:5]})"
+        )
     return bilm
 
 
-def load_softmax(path: PathLike) -> tuple[Optional[dict[str, torch.Tensor]], Optional[list[str]]]:
+def load_softmax(path: PathLike) -> tuple[dict[str, torch.Tensor] | None, list[str] | None]:
     """The saved LM softmax weights and vocabulary, or (None, None) for an encoder-only model."""
     read_model_config(path, KIND)
     tensors = load_tensors(path)
-    softmax = {k[len(SOFTMAX_PREFIX):]: v for k, v in tensors.items() if k.startswith(SOFTMAX_PREFIX)}
+    softmax = {k[len(SOFTMAX_PREFIX) :]: v for k, v in tensors.items() if k.startswith(SOFTMAX_PREFIX)}
     return (softmax or None), load_vocab(path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Union
 
 import h5py
 import numpy as np
@@ -18,8 +17,7 @@ import torch
 
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.chars import N_CHARACTERS
-
-PathLike = Union[str, Path]
+from ..types import PathLike
 
 
 class WeightFileError(ValueError):
@@ -86,7 +84,7 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool =
         char_embed = _dataset(weights, "char_embed", (rows, E), path)
         encoder.char_embedding.weight.zero_()
         encoder.char_embedding.weight[1:] = torch.from_numpy(char_embed)
-        for i, (conv, (width, num)) in enumerate(zip(encoder.convolutions, config.filters)):
+        for i, (conv, (width, num)) in enumerate(zip(encoder.convolutions, config.filters, strict=True)):
             kernel = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, E, num), path)
             conv.weight.copy_(torch.from_numpy(kernel[0].transpose(2, 1, 0)))
             conv.bias.copy_(torch.from_numpy(_dataset(weights, f"CNN/b_cnn_{i}", (num,), path)))
@@ -146,7 +144,9 @@ def bilm_tf_datasets(bilm: BiLM) -> dict[str, np.ndarray]:
     for direction, layers in enumerate((bilm.forward_layers, bilm.backward_layers)):
         for index, lstm in enumerate(layers):
             prefix = _lstm_prefix(direction, index)
-            out[f"{prefix}/W_0"] = np.concatenate([arr(lstm.input_linearity.weight).T, arr(lstm.state_linearity.weight).T])
+            out[f"{prefix}/W_0"] = np.concatenate(
+                [arr(lstm.input_linearity.weight).T, arr(lstm.state_linearity.weight).T]
+            )
             out[f"{prefix}/B"] = arr(lstm.state_linearity.bias)
             if lstm.state_projection is not None:
                 out[f"{prefix}/W_P_0"] = arr(lstm.state_projection.weight).T

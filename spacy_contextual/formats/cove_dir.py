@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional, Union
 
 import torch
 
 from ..models.mtlstm import MTLSTM
 from ..models.seq2seq import Seq2SeqConfig, Translator
+from ..types import PathLike
 from .model_dir import CONFIG_NAME, load_tensors, load_vocab, read_model_config, save_model_dir
 
-PathLike = Union[str, Path]
 MT_KIND, ENCODER_KIND = "cove-mt", "cove-encoder"
 TARGET_VOCAB_NAME = "target_vocab.txt"
 PRECISIONS = ("float32", "float16", "int8")
@@ -59,8 +58,12 @@ def _load_weights(path: PathLike) -> dict[str, torch.Tensor]:
 
 
 def save_translator(
-    model: Translator, path: PathLike, source_vocab: list[str], target_vocab: list[str],
-    precision: str = "float32", info: Optional[dict] = None,
+    model: Translator,
+    path: PathLike,
+    source_vocab: list[str],
+    target_vocab: list[str],
+    precision: str = "float32",
+    info: dict | None = None,
 ) -> Path:
     tensors = {k: v for k, v in model.state_dict().items() if k not in _tied_keys(model.config)}
     config = {"model": model.config.to_dict(), "precision": precision, "info": info or {}}
@@ -80,7 +83,10 @@ def load_translator(path: PathLike) -> tuple[Translator, list[str], list[str]]:
     model = Translator(config)
     missing, unexpected = model.load_state_dict(_load_weights(path), strict=False)
     if set(missing) != _tied_keys(config) or unexpected:
-        raise ValueError(f"{path}: weights do not match the config: missing {sorted(set(missing) - _tied_keys(config))}, unexpected {unexpected}")
+        raise ValueError(
+            f"{path}: weights do not match the config: missing {sorted(set(missing) - _tied_keys(config))}, "
+            f"unexpected {unexpected}"
+        )
     target_path = Path(path) / TARGET_VOCAB_NAME
     if not target_path.is_file():
         raise FileNotFoundError(f"{target_path} is missing: a cove-mt directory needs its German vocabulary")
@@ -94,12 +100,19 @@ def export_encoder(mt_path: PathLike, out_path: PathLike, precision: str = "floa
     return save_encoder(model.encoder, model.source_vectors, source_vocab, out_path, precision)
 
 
-def save_encoder(encoder: MTLSTM, source_vectors: torch.Tensor, vocab: list[str], path: PathLike, precision: str = "float32") -> Path:
+def save_encoder(
+    encoder: MTLSTM, source_vectors: torch.Tensor, vocab: list[str], path: PathLike, precision: str = "float32"
+) -> Path:
     if len(vocab) != source_vectors.shape[0]:
         raise ValueError(f"{len(vocab)} vocabulary words but {source_vectors.shape[0]} vector rows")
     tensors = {f"encoder.{k}": v for k, v in encoder.published_state_dict().items()}
     tensors["source_vectors"] = source_vectors
-    config = {"input_dim": encoder.input_dim, "hidden_dim": encoder.hidden_dim, "num_layers": encoder.num_layers, "precision": precision}
+    config = {
+        "input_dim": encoder.input_dim,
+        "hidden_dim": encoder.hidden_dim,
+        "num_layers": encoder.num_layers,
+        "precision": precision,
+    }
     return save_model_dir(path, ENCODER_KIND, config, _stored(tensors, precision), vocab)
 
 
@@ -118,5 +131,5 @@ def load_encoder(path: PathLike) -> tuple[MTLSTM, torch.Tensor, list[str]]:
     config = read_model_config(path, ENCODER_KIND)
     tensors = _load_weights(path)
     encoder = MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"])
-    encoder.load_published_state_dict({k[len("encoder."):]: v for k, v in tensors.items() if k.startswith("encoder.")})
+    encoder.load_published_state_dict({k[len("encoder.") :]: v for k, v in tensors.items() if k.startswith("encoder.")})
     return encoder.eval(), tensors["source_vectors"], load_vocab(path)

@@ -8,13 +8,12 @@ is checked and a mismatch names the key, the expected and the found shape.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Union
 
 import torch
 
 from ..models.mtlstm import MTLSTM
+from ..types import PathLike
 
-PathLike = Union[str, Path]
 INPUT_DIM, HIDDEN_DIM, NUM_LAYERS = 300, 300, 2
 
 
@@ -22,7 +21,9 @@ class CovePthError(ValueError):
     """A file that is not the published CoVe MT-LSTM state dict."""
 
 
-def expected_shapes(input_dim: int = INPUT_DIM, hidden: int = HIDDEN_DIM, layers: int = NUM_LAYERS) -> dict[str, tuple[int, ...]]:
+def expected_shapes(
+    input_dim: int = INPUT_DIM, hidden: int = HIDDEN_DIM, layers: int = NUM_LAYERS
+) -> dict[str, tuple[int, ...]]:
     shapes = {}
     for layer in range(layers):
         layer_input = input_dim if layer == 0 else 2 * hidden
@@ -52,7 +53,10 @@ def validate_cove_state_dict(state: object, source: str = "state dict") -> dict[
         if not isinstance(value, torch.Tensor):
             raise CovePthError(f"{source}: {key} is a {type(value).__name__}, not a tensor")
         if tuple(value.shape) != shape:
-            raise CovePthError(f"{source}: {key} has shape {tuple(value.shape)}, expected {shape} (nn.LSTM(300, 300, num_layers=2, bidirectional=True))")
+            raise CovePthError(
+                f"{source}: {key} has shape {tuple(value.shape)}, expected {shape} (nn.LSTM(300, 300, num_layers=2, "
+                "bidirectional=True))"
+            )
     return state  # type: ignore[return-value]
 
 
@@ -61,7 +65,8 @@ def load_cove_pth(path: PathLike) -> MTLSTM:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
-            f"CoVe weight file {path} does not exist; nothing is downloaded: bring your own copy of wmtlstm-8f474287.pth"
+            f"CoVe weight file {path} does not exist; nothing is downloaded: bring your own copy of "
+            "wmtlstm-8f474287.pth"
         )
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
-PathLike = Union[str, Path]
+from ..types import PathLike
+
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -37,6 +38,8 @@ def _shards(tensors: dict[str, torch.Tensor], max_bytes: int) -> list[dict[str, 
         shards[-1][name] = tensor
         size += nbytes
     return shards
+
+
 VOCAB_NAME = "vocab.txt"
 
 
@@ -45,8 +48,8 @@ def save_model_dir(
     kind: str,
     config: dict[str, Any],
     tensors: dict[str, torch.Tensor],
-    vocab: Optional[list[str]] = None,
-    dtype: Optional[torch.dtype] = None,
+    vocab: list[str] | None = None,
+    dtype: torch.dtype | None = None,
 ) -> Path:
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
@@ -97,14 +100,16 @@ def load_tensors(path: PathLike, dtype: torch.dtype = torch.float32) -> dict[str
         raise FileNotFoundError(f"{weights} is missing (and there are no {SHARD_PATTERN} shards)")
     expected = int(files[0].name.split("-of-")[1].split(".")[0]) if files[0] != weights else 1
     if len(files) != expected:
-        raise FileNotFoundError(f"{path} has {len(files)} of its {expected} weight shards ({SHARD_PATTERN}); copy the whole directory")
+        raise FileNotFoundError(
+            f"{path} has {len(files)} of its {expected} weight shards ({SHARD_PATTERN}); copy the whole directory"
+        )
     tensors: dict[str, torch.Tensor] = {}
     for file in files:
         tensors.update(load_file(str(file)))
     return {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in tensors.items()}
 
 
-def load_vocab(path: PathLike) -> Optional[list[str]]:
+def load_vocab(path: PathLike) -> list[str] | None:
     vocab_path = Path(path) / VOCAB_NAME
     if not vocab_path.is_file():
         return None

@@ -9,13 +9,14 @@ vocabulary keeps only the rows asked for. ``to_spacy_vectors`` wraps the result 
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Optional, Sequence, Union
+from typing import IO
 
 import numpy as np
 
-PathLike = Union[str, Path]
+from ..types import PathLike
 
 
 class VectorFileError(ValueError):
@@ -41,14 +42,14 @@ def _open(path: Path, mode: str = "rt") -> IO:
     return open(path, mode, encoding="utf-8")
 
 
-def _header(line: str) -> Optional[tuple[int, int]]:
+def _header(line: str) -> tuple[int, int] | None:
     parts = line.split()
     if len(parts) == 2 and all(p.isdigit() for p in parts):
         return int(parts[0]), int(parts[1])
     return None
 
 
-def load_vectors(path: PathLike, vocab: Optional[Iterable[str]] = None, lowercase_lookup: bool = False) -> StaticVectors:
+def load_vectors(path: PathLike, vocab: Iterable[str] | None = None, lowercase_lookup: bool = False) -> StaticVectors:
     """Read a GloVe / word2vec text / fastText .vec file (format detected from the first line).
 
     ``vocab``: keep only these words (in file order). ``lowercase_lookup``: match ``vocab`` against
@@ -68,9 +69,13 @@ def load_vectors(path: PathLike, vocab: Optional[Iterable[str]] = None, lowercas
             else:
                 rows, dim = header
     except UnicodeDecodeError as error:
-        raise VectorFileError(f"{path} is not UTF-8 text ({error}); pass a GloVe/word2vec/fastText text file") from error
+        raise VectorFileError(
+            f"{path} is not UTF-8 text ({error}); pass a GloVe/word2vec/fastText text file"
+        ) from error
     if dim < 1:
-        raise VectorFileError(f"{path}: the first line has no vector values; expected 'word v1 .. vd' or a 'count dim' header")
+        raise VectorFileError(
+            f"{path}: the first line has no vector values; expected 'word v1 .. vd' or a 'count dim' header"
+        )
     capacity = rows if wanted is None else min(rows, len(wanted))
     vectors = np.empty((capacity, dim), dtype=np.float32)
     words: list[str] = []
@@ -102,8 +107,8 @@ def write_glove(path: PathLike, words: Sequence[str], vectors: np.ndarray, preci
     path = Path(path)
     if len(words) != len(vectors):
         raise ValueError(f"{len(words)} words but {len(vectors)} vectors")
-    with (gzip.open(path, "wt", encoding="utf-8") if path.suffix == ".gz" else open(path, "w", encoding="utf-8")) as out:
-        for word, row in zip(words, vectors):
+    with gzip.open(path, "wt", encoding="utf-8") if path.suffix == ".gz" else open(path, "w", encoding="utf-8") as out:
+        for word, row in zip(words, vectors, strict=True):
             if " " in word or not word:
                 raise ValueError(f"cannot write word {word!r}: GloVe text format needs non-empty words without spaces")
             out.write(word + " " + " ".join(f"{v:.{precision}g}" for v in row) + "\n")

@@ -16,8 +16,9 @@ layer and direction from call to call per batch row, exactly as bilm-tf and Alle
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -46,8 +47,8 @@ class BiLMConfig:
     lstm_dim: int = 1024
     projection_dim: int = 128
     n_layers: int = 2
-    cell_clip: Optional[float] = 3.0
-    proj_clip: Optional[float] = 3.0
+    cell_clip: float | None = 3.0
+    proj_clip: float | None = 3.0
     use_skip_connections: bool = True
 
     @property
@@ -64,7 +65,7 @@ class BiLMConfig:
         return self.n_layers + 1
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "BiLMConfig":
+    def from_options(cls, options: dict[str, Any]) -> BiLMConfig:
         """Read a bilm-tf ``options.json`` dict; raises ``ValueError`` naming a missing key."""
         try:
             cnn, lstm = options["char_cnn"], options["lstm"]
@@ -114,7 +115,7 @@ class BiLMConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BiLMConfig":
+    def from_dict(cls, data: dict[str, Any]) -> BiLMConfig:
         unknown = set(data) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown biLM config keys {sorted(unknown)}")
@@ -142,8 +143,8 @@ class BiLM(nn.Module):
 
         self.forward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
         self.backward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
-        self._states: Optional[tuple[torch.Tensor, torch.Tensor]] = None  # h (L, rows, 2P), c (L, rows, 2D)
-        self._vocabulary_cache: Optional[torch.Tensor] = None
+        self._states: tuple[torch.Tensor, torch.Tensor] | None = None  # h (L, rows, 2P), c (L, rows, 2D)
+        self._vocabulary_cache: torch.Tensor | None = None
 
     @property
     def num_layers(self) -> int:
@@ -189,7 +190,7 @@ class BiLM(nn.Module):
 
     # -- forward --------------------------------------------------------------------------------
 
-    def forward(self, char_ids: torch.Tensor, word_ids: Optional[torch.Tensor] = None) -> BiLMOutput:
+    def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> BiLMOutput:
         """``char_ids`` (B, T, 50) without boundaries (``batch_to_ids``). With ``word_ids`` (B, T)
         and a vocabulary cache, token vectors are looked up instead of computed."""
         if word_ids is not None and self._vocabulary_cache is not None:
@@ -217,20 +218,30 @@ class BiLM(nn.Module):
         initial = self._initial_states(tokens.shape[0], tokens)
         fwd_states = bwd_states = None
         if initial is not None:
-            fwd_states, bwd_states = zip(*(self._split_state(initial, j) for j in range(self.config.n_layers)))
+            fwd_states, bwd_states = zip(
+                *(self._split_state(initial, j) for j in range(self.config.n_layers)), strict=True
+            )
         fwd_outs, fwd_finals = self.run_direction(self.forward_layers, tokens, lengths, fwd_states)
-        bwd_outs, bwd_finals = self.run_direction(self.backward_layers, reverse_padded(tokens, lengths), lengths, bwd_states)
+        bwd_outs, bwd_finals = self.run_direction(
+            self.backward_layers, reverse_padded(tokens, lengths), lengths, bwd_states
+        )
         activations = [torch.cat([tokens, tokens], dim=-1)]
-        activations += [torch.cat([f, reverse_padded(b, lengths)], dim=-1) for f, b in zip(fwd_outs, bwd_outs)]
+        activations += [
+            torch.cat([f, reverse_padded(b, lengths)], dim=-1) for f, b in zip(fwd_outs, bwd_outs, strict=True)
+        ]
         if self.stateful:
             self._update_states(
-                torch.stack([torch.cat([f[0], b[0]], -1) for f, b in zip(fwd_finals, bwd_finals)]),
-                torch.stack([torch.cat([f[1], b[1]], -1) for f, b in zip(fwd_finals, bwd_finals)]),
+                torch.stack([torch.cat([f[0], b[0]], -1) for f, b in zip(fwd_finals, bwd_finals, strict=True)]),
+                torch.stack([torch.cat([f[1], b[1]], -1) for f, b in zip(fwd_finals, bwd_finals, strict=True)]),
             )
         return BiLMOutput(activations, mask)
 
     def run_direction(
-        self, layers: nn.ModuleList, inputs: torch.Tensor, lengths: torch.Tensor, states: Optional[Sequence[State]] = None
+        self,
+        layers: nn.ModuleList,
+        inputs: torch.Tensor,
+        lengths: torch.Tensor,
+        states: Sequence[State] | None = None,
     ) -> tuple[list[torch.Tensor], list[State]]:
         """One direction's stacked LSTMs over ``inputs`` (B, T, P) in the order given (the backward
         stack is given the tokens reversed): out_j = lstm_j(out_{j-1}) (+ out_{j-1} for j >= 1 with
@@ -251,11 +262,11 @@ class BiLM(nn.Module):
         self._states = None
 
     @property
-    def states(self) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
+    def states(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Carried (h (L, rows, 2P), c (L, rows, 2D)), last axis [forward | backward]; None if reset."""
         return self._states
 
-    def _initial_states(self, batch: int, like: torch.Tensor) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
+    def _initial_states(self, batch: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         if not self.stateful or self._states is None:
             return None
         h, c = self._states

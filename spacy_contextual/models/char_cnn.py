@@ -13,7 +13,7 @@ always uses ReLU whatever ``activation`` the convolutions use.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn

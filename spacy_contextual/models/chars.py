@@ -8,8 +8,8 @@ tokens ``[BOW, 256, EOW]`` and ``[BOW, 257, EOW]``; a literal input token "<S>" 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import torch
 

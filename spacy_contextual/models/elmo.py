@@ -8,7 +8,7 @@ afterwards unless ``keep_sentence_boundaries``.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -26,7 +26,7 @@ class Elmo(nn.Module):
         do_layer_norm: bool = False,
         dropout: float = 0.5,
         keep_sentence_boundaries: bool = False,
-        scalar_mix_parameters: Optional[Sequence[float]] = None,
+        scalar_mix_parameters: Sequence[float] | None = None,
         requires_grad: bool = False,
     ):
         super().__init__()
@@ -45,7 +45,7 @@ class Elmo(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.keep_sentence_boundaries = keep_sentence_boundaries
 
-    def forward(self, char_ids: torch.Tensor, word_ids: Optional[torch.Tensor] = None) -> dict:
+    def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> dict:
         activations, mask = self.bilm(char_ids, word_ids)
         representations = []
         for mix in self.scalar_mixes:

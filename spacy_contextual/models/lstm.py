@@ -12,8 +12,6 @@ are still inside their sentence (rows are sorted by length, so the active batch 
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import nn
 
@@ -26,8 +24,8 @@ class ProjectedLSTM(nn.Module):
         input_dim: int,
         cell_dim: int,
         projection_dim: int,
-        cell_clip: Optional[float] = None,
-        proj_clip: Optional[float] = None,
+        cell_clip: float | None = None,
+        proj_clip: float | None = None,
         forget_bias: float = 1.0,
     ):
         super().__init__()
@@ -53,7 +51,7 @@ class ProjectedLSTM(nn.Module):
         return bias + offset
 
     def forward(
-        self, inputs: torch.Tensor, lengths: torch.Tensor, state: Optional[State] = None
+        self, inputs: torch.Tensor, lengths: torch.Tensor, state: State | None = None
     ) -> tuple[torch.Tensor, State]:
         """inputs (B, T, input_dim) right-padded, lengths (B,) -> outputs (B, T, P) zero past each
         length, and the final state of each row (the state after its last valid step)."""

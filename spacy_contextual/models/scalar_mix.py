@@ -7,7 +7,7 @@ variance per layer, AllenNLP's ``do_layer_norm``), and during training whole lay
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -18,13 +18,17 @@ class ScalarMix(nn.Module):
         self,
         num_layers: int,
         do_layer_norm: bool = False,
-        initial_weights: Optional[Sequence[float]] = None,
+        initial_weights: Sequence[float] | None = None,
         initial_gamma: float = 1.0,
         trainable: bool = True,
         layer_dropout: float = 0.0,
     ):
         super().__init__()
-        weights = torch.zeros(num_layers) if initial_weights is None else torch.tensor(list(initial_weights), dtype=torch.float32)
+        weights = (
+            torch.zeros(num_layers)
+            if initial_weights is None
+            else torch.tensor(list(initial_weights), dtype=torch.float32)
+        )
         if weights.numel() != num_layers:
             raise ValueError(f"ScalarMix got {weights.numel()} initial weights for {num_layers} layers")
         self.weights = nn.Parameter(weights, requires_grad=trainable)
@@ -36,7 +40,7 @@ class ScalarMix(nn.Module):
         """softmax(s): the share of each layer."""
         return torch.softmax(self.weights, dim=0)
 
-    def forward(self, layers: Sequence[torch.Tensor] | torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, layers: Sequence[torch.Tensor] | torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``layers``: num_layers tensors (..., dim) or one (num_layers, ..., dim) tensor."""
         if len(layers) != self.weights.numel():
             raise ValueError(f"ScalarMix was built for {self.weights.numel()} layers but got {len(layers)}")
@@ -52,7 +56,7 @@ class ScalarMix(nn.Module):
                 raise ValueError("ScalarMix(do_layer_norm=True) needs the mask of valid positions")
             mask_f = mask.unsqueeze(-1).to(layers[0].dtype)
             layers = [_masked_layer_norm(layer, mask_f) for layer in layers]
-        mixed = sum(share * layer for share, layer in zip(shares, layers))
+        mixed = sum(share * layer for share, layer in zip(shares, layers, strict=True))
         return self.gamma * mixed
 
 

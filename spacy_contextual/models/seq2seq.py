@@ -18,8 +18,9 @@ states through a linear bridge per layer (the paper's decoder is 600 wide and co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +42,9 @@ class Seq2SeqConfig:
     decoder_hidden: int = 256
     decoder_layers: int = 2
     attention_form: str = "paper"
-    tie_embeddings: bool = False  # W_out shares the target embedding matrix (needs attentional_dim == target_embedding_dim)
+    tie_embeddings: bool = (
+        False  # W_out shares the target embedding matrix (needs attentional_dim == target_embedding_dim)
+    )
     dropout: float = 0.2
     pad_id: int = 0
     bos_id: int = 2
@@ -60,7 +63,7 @@ class Seq2SeqConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Seq2SeqConfig":
+    def from_dict(cls, data: dict[str, Any]) -> Seq2SeqConfig:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -141,7 +144,7 @@ class AttentionDecoder(nn.Module):
 class Translator(nn.Module):
     """Fixed source embedding table (GloVe rows; a buffer, never trained) + MT-LSTM + decoder."""
 
-    def __init__(self, config: Seq2SeqConfig, source_vectors: Optional[torch.Tensor] = None):
+    def __init__(self, config: Seq2SeqConfig, source_vectors: torch.Tensor | None = None):
         super().__init__()
         self.config = config
         if source_vectors is None:
@@ -162,7 +165,9 @@ class Translator(nn.Module):
         mask = torch.arange(source.shape[1], device=source.device)[None, :] < lengths.to(source.device)[:, None]
         return encoded, self.dropout(encoded.layers[-1]), mask
 
-    def forward(self, source: torch.Tensor, lengths: torch.Tensor, target_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, source: torch.Tensor, lengths: torch.Tensor, target_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing: target_in (B, m) starts with <s>; returns logits (B, m, V) and alpha (B, m, n)."""
         encoded, memory, mask = self.encode(source, lengths)
         state = self.decoder.initial_state(encoded.final_hidden, encoded.final_cell)
@@ -177,7 +182,9 @@ class Translator(nn.Module):
         """Summed cross-entropy of target[:, 1:] given target[:, :-1] (padding ignored), and the token count."""
         logits, _ = self(source, lengths, target[:, :-1])
         gold = target[:, 1:]
-        total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), gold.reshape(-1), ignore_index=self.config.pad_id, reduction="sum")
+        total = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), gold.reshape(-1), ignore_index=self.config.pad_id, reduction="sum"
+        )
         return total, int((gold != self.config.pad_id).sum())
 
     @torch.no_grad()
@@ -205,12 +212,19 @@ class Translator(nn.Module):
         for row in range(batch):
             ids = token_matrix[row].tolist()
             steps = ids.index(self.config.eos_id) + 1 if self.config.eos_id in ids else len(ids)
-            out.append(Translation(ids[: steps - 1] if ids[steps - 1] == self.config.eos_id else ids[:steps],
-                                   alpha_tensor[row, :steps, : int(lengths[row])].cpu(), float(scores[row])))
+            out.append(
+                Translation(
+                    ids[: steps - 1] if ids[steps - 1] == self.config.eos_id else ids[:steps],
+                    alpha_tensor[row, :steps, : int(lengths[row])].cpu(),
+                    float(scores[row]),
+                )
+            )
         return out
 
     @torch.no_grad()
-    def beam_search(self, source: torch.Tensor, length: int, beam: int = 5, alpha: float = 0.6, max_length: int = 100) -> Translation:
+    def beam_search(
+        self, source: torch.Tensor, length: int, beam: int = 5, alpha: float = 0.6, max_length: int = 100
+    ) -> Translation:
         """Beam search for one sentence (source (1, n)); finished hypotheses ranked by log p / lp.
 
         Search stops once ``beam`` hypotheses have finished or after ``max_length`` steps (then the
@@ -225,17 +239,21 @@ class Translator(nn.Module):
         finished: list[tuple[float, Translation]] = []
         for step in range(max_length):
             width = len(live_tokens)
-            logits, state, attention = self.decoder.step(previous, state, memory.expand(width, -1, -1), mask.expand(width, -1))
+            logits, state, attention = self.decoder.step(
+                previous, state, memory.expand(width, -1, -1), mask.expand(width, -1)
+            )
             candidates = (live_scores[:, None] + torch.log_softmax(logits, dim=-1)).reshape(-1)
             top_scores, top_index = candidates.topk(min(beam, candidates.numel()))
             vocab = logits.shape[-1]
             keep, next_tokens, next_alphas, next_scores, next_ids = [], [], [], [], []
-            for score, index in zip(top_scores.tolist(), top_index.tolist()):
+            for score, index in zip(top_scores.tolist(), top_index.tolist(), strict=True):
                 origin, token = divmod(index, vocab)
                 tokens = live_tokens[origin] + [token]
                 alphas = live_alphas[origin] + [attention[origin]]
                 if token == self.config.eos_id or step == max_length - 1:
-                    translation = Translation(tokens[:-1] if token == self.config.eos_id else tokens, torch.stack(alphas).cpu(), score)
+                    translation = Translation(
+                        tokens[:-1] if token == self.config.eos_id else tokens, torch.stack(alphas).cpu(), score
+                    )
                     finished.append((score / length_penalty(len(tokens), alpha), translation))
                 else:
                     keep.append(origin)
@@ -246,7 +264,9 @@ class Translator(nn.Module):
             if len(finished) >= beam or not keep:
                 break
             index = torch.tensor(keep, device=source.device)
-            state = DecoderState([h[index] for h in state.hidden], [c[index] for c in state.cell], state.attentional[index])
+            state = DecoderState(
+                [h[index] for h in state.hidden], [c[index] for c in state.cell], state.attentional[index]
+            )
             live_tokens, live_alphas = next_tokens, next_alphas
             live_scores = torch.tensor(next_scores, device=source.device)
             previous = torch.tensor(next_ids, device=source.device)
@@ -254,8 +274,13 @@ class Translator(nn.Module):
 
 
 def translate_all(
-    model: Translator, sources: Sequence[Sequence[int]], beam: int = 1, alpha: float = 0.6, max_length: int = 100, batch_size: int = 64
-) -> list[Optional[Translation]]:
+    model: Translator,
+    sources: Sequence[Sequence[int]],
+    beam: int = 1,
+    alpha: float = 0.6,
+    max_length: int = 100,
+    batch_size: int = 64,
+) -> list[Translation | None]:
     """Source id lists -> translations in input order (None for an empty source).
 
     Sorted by length; beam = 1 decodes greedily in batches, beam > 1 one sentence at a time."""
@@ -263,7 +288,7 @@ def translate_all(
         raise ValueError(f"beam must be >= 1, got {beam}")
     model.eval()
     device = model.source_vectors.device
-    out: list[Optional[Translation]] = [None] * len(sources)
+    out: list[Translation | None] = [None] * len(sources)
     order = sorted((i for i in range(len(sources)) if len(sources[i]) > 0), key=lambda i: len(sources[i]))
     step = batch_size if beam == 1 else 1
     for start in range(0, len(order), step):
@@ -277,7 +302,7 @@ def translate_all(
             results = model.greedy(ids, lengths, max_length)
         else:
             results = [model.beam_search(ids, int(lengths[0]), beam, alpha, max_length)]
-        for index, result in zip(chunk, results):
+        for index, result in zip(chunk, results, strict=True):
             out[index] = result
     return out
 

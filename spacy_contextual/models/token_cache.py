@@ -10,7 +10,7 @@ tensors, device, dtype, in-place version or the autocast setting change.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 import torch
 from torch import nn
@@ -21,7 +21,7 @@ from .chars import BOS_TOKEN, EOS_TOKEN, batch_to_ids
 class TokenVectorCache:
     def __init__(self, max_size: int = 50_000):
         self.max_size = max_size
-        self._vectors: "OrderedDict[str, torch.Tensor]" = OrderedDict()
+        self._vectors: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._signature: Hashable = None
 
     def __len__(self) -> int:
@@ -71,7 +71,7 @@ class TokenVectorCache:
             device = next(token_encoder.parameters()).device
             with torch.no_grad():
                 vectors = token_encoder(batch_to_ids([missing])[0].to(device)).to(dtype)
-            computed = dict(zip(missing, vectors))
+            computed = dict(zip(missing, vectors, strict=True))
         table = torch.stack([computed[w] if w in computed else self._vectors[w] for w in vocabulary])
         for word in vocabulary:
             if word in computed:

@@ -18,7 +18,8 @@ with CoVe-1/CoVe-2 weighted; ``combine = "mix"`` mixes all three like ELMo (GloV
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 import spacy
 from spacy.tokens import Doc
@@ -31,7 +32,7 @@ from .listener import ContextualListener
 
 
 def build_mixed_tok2vec(
-    source: Model[List[Doc], List[Floats3d]],
+    source: Model[list[Doc], list[Floats3d]],
     *,
     width: int,
     layer_norm: bool,
@@ -39,12 +40,14 @@ def build_mixed_tok2vec(
     layer_dropout: float,
     grad_factor: float,
     project: bool,
-    embed: Optional[Model[List[Doc], List[Floats2d]]],
-    encode: Optional[Model[List[Floats2d], List[Floats2d]]],
+    embed: Model[list[Doc], list[Floats2d]] | None,
+    encode: Model[list[Floats2d], list[Floats2d]] | None,
     concat_static: bool = False,
-) -> Model[List[Doc], List[Floats2d]]:
+) -> Model[list[Doc], list[Floats2d]]:
     if not project and (embed is not None or concat_static):
-        raise ValueError("concatenating an embed layer or GloVe needs project = true (the concatenation is wider than width)")
+        raise ValueError(
+            "concatenating an embed layer or GloVe needs project = true (the concatenation is wider than width)"
+        )
     n_layers = source.maybe_get_dim("nL")
     mix = LayerMix(
         n_layers - 1 if concat_static and n_layers else n_layers,
@@ -78,9 +81,9 @@ def elmo_listener_v1(
     dropout: float = 0.0,
     layer_dropout: float = 0.0,
     project: bool = True,
-    embed: Optional[Model[List[Doc], List[Floats2d]]] = None,
-    encode: Optional[Model[List[Floats2d], List[Floats2d]]] = None,
-) -> Model[List[Doc], List[Floats2d]]:
+    embed: Model[list[Doc], list[Floats2d]] | None = None,
+    encode: Model[list[Floats2d], list[Floats2d]] | None = None,
+) -> Model[list[Doc], list[Floats2d]]:
     """Listens to the ``elmo`` component named ``upstream`` ("*" = any) and learns its own mix."""
     listener = ContextualListener("elmo", upstream)
     model = build_mixed_tok2vec(
@@ -93,7 +96,7 @@ def elmo_listener_v1(
 
 @spacy.registry.architectures("spacy-contextual.ElmoTok2Vec.v1")
 def elmo_tok2vec_v1(
-    encoder: Model[List[Doc], List[Floats3d]],
+    encoder: Model[list[Doc], list[Floats3d]],
     width: int,
     frozen: bool = True,
     grad_factor: float = 1.0,
@@ -101,10 +104,10 @@ def elmo_tok2vec_v1(
     dropout: float = 0.0,
     layer_dropout: float = 0.0,
     project: bool = True,
-    embed: Optional[Model[List[Doc], List[Floats2d]]] = None,
-    encode: Optional[Model[List[Floats2d], List[Floats2d]]] = None,
-    loader: Optional[Callable[[], Any]] = None,
-) -> Model[List[Doc], List[Floats2d]]:
+    embed: Model[list[Doc], list[Floats2d]] | None = None,
+    encode: Model[list[Floats2d], list[Floats2d]] | None = None,
+    loader: Callable[[], Any] | None = None,
+) -> Model[list[Doc], list[Floats2d]]:
     """A private (not shared) ELMo: ``encoder`` is ``spacy-contextual.ElmoEncoder.v1``. Its weights
     come from ``loader`` at initialize (e.g. ``spacy-contextual.ElmoModelDir.v1``), or are carried
     over from the ``elmo`` component by ``nlp.replace_listeners``."""
@@ -128,9 +131,9 @@ def cove_listener_v1(
     dropout: float = 0.0,
     layer_dropout: float = 0.0,
     project: bool = True,
-    embed: Optional[Model[List[Doc], List[Floats2d]]] = None,
-    encode: Optional[Model[List[Floats2d], List[Floats2d]]] = None,
-) -> Model[List[Doc], List[Floats2d]]:
+    embed: Model[list[Doc], list[Floats2d]] | None = None,
+    encode: Model[list[Floats2d], list[Floats2d]] | None = None,
+) -> Model[list[Doc], list[Floats2d]]:
     """Listens to the ``cove`` component; ``combine``: "concat" = [GloVe ; mix(CoVe-1, CoVe-2)],
     "mix" = one mix of all three layers."""
     listener = ContextualListener("cove", upstream)
@@ -144,7 +147,7 @@ def cove_listener_v1(
 
 @spacy.registry.architectures("spacy-contextual.CoveTok2Vec.v1")
 def cove_tok2vec_v1(
-    encoder: Model[List[Doc], List[Floats3d]],
+    encoder: Model[list[Doc], list[Floats3d]],
     width: int,
     combine: str = "concat",
     frozen: bool = True,
@@ -153,10 +156,10 @@ def cove_tok2vec_v1(
     dropout: float = 0.0,
     layer_dropout: float = 0.0,
     project: bool = True,
-    embed: Optional[Model[List[Doc], List[Floats2d]]] = None,
-    encode: Optional[Model[List[Floats2d], List[Floats2d]]] = None,
-    loader: Optional[Callable[[], Any]] = None,
-) -> Model[List[Doc], List[Floats2d]]:
+    embed: Model[list[Doc], list[Floats2d]] | None = None,
+    encode: Model[list[Floats2d], list[Floats2d]] | None = None,
+    loader: Callable[[], Any] | None = None,
+) -> Model[list[Doc], list[Floats2d]]:
     """A private CoVe (``spacy-contextual.CoveEncoder.v1``), as ``ElmoTok2Vec.v1`` for ELMo."""
     encoder.attrs["frozen"] = frozen
     encoder.attrs["loader"] = loader

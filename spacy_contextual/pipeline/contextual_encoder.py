@@ -12,8 +12,6 @@ from it and only the others are encoded.
 
 from __future__ import annotations
 
-from typing import List
-
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d
@@ -24,7 +22,7 @@ from .segments import Segment, doc_segments, plan_batches
 
 def ContextualEncoder(
     name: str, shim: EncoderShim, *, window: int, max_batch_tokens: int, stateful: bool
-) -> Model[List[Doc], List[Floats3d]]:
+) -> Model[list[Doc], list[Floats3d]]:
     if max_batch_tokens < window + 2:
         raise ValueError(f"max_batch_tokens ({max_batch_tokens}) must be at least window + 2 ({window + 2})")
     if stateful and shim.segment_cache.enabled:
@@ -76,7 +74,7 @@ def init(model: Model, X=None, Y=None) -> None:
         set_encoder_dims(model)
 
 
-def forward(model: Model, docs: List[Doc], is_train: bool):
+def forward(model: Model, docs: list[Doc], is_train: bool):
     shim = get_shim(model)
     module = shim.module  # raises a clear error when no weights were loaded
     trainable = is_train and not model.attrs["frozen"]
@@ -119,7 +117,7 @@ def forward(model: Model, docs: List[Doc], is_train: bool):
         if torch_backprop is not None:
             callbacks.append((batch, layers, torch_backprop))
 
-    def backprop(d_outputs: List[Floats3d]) -> List[Doc]:
+    def backprop(d_outputs: list[Floats3d]) -> list[Doc]:
         for batch, layers, torch_backprop in callbacks:
             d_layers = model.ops.alloc4f(*layers.shape)
             for row, segment in enumerate(batch):
@@ -129,4 +127,3 @@ def forward(model: Model, docs: List[Doc], is_train: bool):
         return []
 
     return outputs, backprop
-

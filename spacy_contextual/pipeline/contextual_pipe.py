@@ -12,8 +12,8 @@ the pretrained encoder than for the task layers, as ULMFiT's discriminative fine
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -38,7 +38,7 @@ class ContextualPipe(TrainablePipe):
     def __init__(
         self,
         vocab: Vocab,
-        model: Model[List[Doc], List[Floats3d]],
+        model: Model[list[Doc], list[Floats3d]],
         name: str,
         *,
         frozen: bool = True,
@@ -46,18 +46,20 @@ class ContextualPipe(TrainablePipe):
         store: str = "all",
         set_doc_tensor: bool = False,
         vector_hooks: bool = True,
-        vector_layer: Optional[int] = None,
+        vector_layer: int | None = None,
     ):
         if store not in STORE_OPTIONS:
             raise ValueError(f"store must be one of {STORE_OPTIONS}, got {store!r}")
         if learn_rate_scale < 0:
             raise ValueError(f"learn_rate_scale must be >= 0 (it multiplies the learning rate), got {learn_rate_scale}")
         if vector_hooks and store == "none" and not set_doc_tensor:
-            raise ValueError("vector_hooks need the vectors somewhere: set store to \"all\"/\"mixed\" or set_doc_tensor = true")
+            raise ValueError(
+                'vector_hooks need the vectors somewhere: set store to "all"/"mixed" or set_doc_tensor = true'
+            )
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.listener_map: Dict[str, List[ContextualListener]] = {}
+        self.listener_map: dict[str, list[ContextualListener]] = {}
         self.cfg = {
             "frozen": frozen,
             "learn_rate_scale": learn_rate_scale,
@@ -84,11 +86,11 @@ class ContextualPipe(TrainablePipe):
     # -- listeners (spaCy's ListenedToComponent protocol) ---------------------------------------
 
     @property
-    def listeners(self) -> List[ContextualListener]:
+    def listeners(self) -> list[ContextualListener]:
         return [m for c in self.listening_components for m in self.listener_map[c]]
 
     @property
-    def listening_components(self) -> List[str]:
+    def listening_components(self) -> list[str]:
         return list(self.listener_map.keys())
 
     def add_listener(self, listener: ContextualListener, component_name: str) -> None:
@@ -126,14 +128,14 @@ class ContextualPipe(TrainablePipe):
         install_extensions()  # worker processes of nlp.pipe(n_process>1) start here
         yield from super().pipe(stream, batch_size=batch_size)
 
-    def predict(self, docs: Iterable[Doc]) -> List[Floats3d]:
+    def predict(self, docs: Iterable[Doc]) -> list[Floats3d]:
         return self.model.predict(list(docs))
 
-    def set_annotations(self, docs: Iterable[Doc], layers: List[Floats3d]) -> None:
+    def set_annotations(self, docs: Iterable[Doc], layers: list[Floats3d]) -> None:
         shim = get_shim(self.model)
         names, widths = shim.layer_names, shim.layer_widths
         store, layer = self.cfg["store"], self.cfg["vector_layer"]
-        for doc, doc_layers in zip(docs, layers):
+        for doc, doc_layers in zip(docs, layers, strict=True):
             data = ContextualData(doc_layers, names, widths)
             if store == "all":
                 doc._.set(self.extension, data)
@@ -153,9 +155,9 @@ class ContextualPipe(TrainablePipe):
         examples: Iterable[Example],
         *,
         drop: float = 0.0,
-        sgd: Optional[Optimizer] = None,
-        losses: Optional[Dict[str, float]] = None,
-    ) -> Dict[str, float]:
+        sgd: Optimizer | None = None,
+        losses: dict[str, float] | None = None,
+    ) -> dict[str, float]:
         if losses is None:
             losses = {}
         validate_examples(examples, "ContextualPipe.update")
@@ -170,13 +172,13 @@ class ContextualPipe(TrainablePipe):
             return losses
         d_outputs = [self.model.ops.alloc3f(*out.shape) for out in outputs]
 
-        def accumulate_gradient(one_d_outputs: List[Floats3d]) -> List[Doc]:
-            for total, one in zip(d_outputs, one_d_outputs):
+        def accumulate_gradient(one_d_outputs: list[Floats3d]) -> list[Doc]:
+            for total, one in zip(d_outputs, one_d_outputs, strict=True):
                 total += one
                 losses[self.name] += float((one**2).sum())
             return []
 
-        def backprop(one_d_outputs: List[Floats3d]) -> List[Doc]:
+        def backprop(one_d_outputs: list[Floats3d]) -> list[Doc]:
             accumulate_gradient(one_d_outputs)
             backprop_encoder(d_outputs)
             if sgd is not None:
@@ -200,10 +202,10 @@ class ContextualPipe(TrainablePipe):
 
     def initialize(
         self,
-        get_examples: Optional[Callable[[], Iterable[Example]]] = None,
+        get_examples: Callable[[], Iterable[Example]] | None = None,
         *,
-        nlp: Optional[Language] = None,
-        loader: Optional[Callable[[], object]] = None,
+        nlp: Language | None = None,
+        loader: Callable[[], object] | None = None,
     ) -> None:
         """Load the weights from ``loader`` (``[initialize.components.<name>.loader]``); without one,
         keep weights already there (a sourced component) or load the bundled default."""
@@ -234,5 +236,5 @@ class ContextualPipe(TrainablePipe):
         return self
 
 
-def _no_backprop(d_outputs: List[Floats3d]) -> List[Doc]:
+def _no_backprop(d_outputs: list[Floats3d]) -> list[Doc]:
     return []

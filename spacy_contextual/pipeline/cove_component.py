@@ -14,8 +14,6 @@ Other weights: ``[initialize.components.cove.loader]`` with ``spacy-contextual.C
 
 from __future__ import annotations
 
-from typing import List, Optional
-
 from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.api import Config, Model
@@ -54,16 +52,23 @@ class Cove(ContextualPipe):
 def make_cove(
     nlp: Language,
     name: str,
-    model: Model[List[Doc], List[Floats3d]],
+    model: Model[list[Doc], list[Floats3d]],
     frozen: bool,
     learn_rate_scale: float,
     store: str,
     set_doc_tensor: bool,
     vector_hooks: bool,
-    vector_layer: Optional[int],
+    vector_layer: int | None,
 ) -> Cove:
     """Settings as for ``elmo``; ``vector_layer`` null = mean of the three (padded) layers."""
     return Cove(
-        nlp.vocab, model, name,
-        frozen=frozen, learn_rate_scale=learn_rate_scale, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
-    )  # fmt: skip
+        nlp.vocab,
+        model,
+        name,
+        frozen=frozen,
+        learn_rate_scale=learn_rate_scale,
+        store=store,
+        set_doc_tensor=set_doc_tensor,
+        vector_hooks=vector_hooks,
+        vector_layer=vector_layer,
+    )

@@ -13,7 +13,8 @@ zero vector. Stacking all three at one width keeps one array per Doc like ELMo's
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import spacy
 import torch
@@ -57,7 +58,11 @@ class CoveShim(EncoderShim):
     def module_config(self) -> dict[str, Any]:
         encoder = self.module.encoder
         return {
-            "encoder": {"input_dim": encoder.input_dim, "hidden_dim": encoder.hidden_dim, "num_layers": encoder.num_layers},
+            "encoder": {
+                "input_dim": encoder.input_dim,
+                "hidden_dim": encoder.hidden_dim,
+                "num_layers": encoder.num_layers,
+            },
             "vocab": self.module.vocab.words,
         }
 
@@ -85,7 +90,7 @@ class CoveShim(EncoderShim):
 @spacy.registry.architectures("spacy-contextual.CoveEncoder.v1")
 def cove_encoder_v1(
     window: int = 128, max_batch_tokens: int = 4096, mixed_precision: bool = False, segment_cache_mb: int = 0
-) -> Model[List[Doc], List[Floats3d]]:
+) -> Model[list[Doc], list[Floats3d]]:
     """The GloVe + MT-LSTM layer (stateless: the encoder carries no state between sentences).
     ``segment_cache_mb``: MiB of encoded segments kept while the encoder is frozen (0: no cache)."""
     shim = CoveShim(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
@@ -93,7 +98,7 @@ def cove_encoder_v1(
 
 
 @spacy.registry.misc("spacy-contextual.CoveModelDir.v1")
-def cove_model_dir_loader(path: Optional[str] = None) -> Callable[[], CoveLayers]:
+def cove_model_dir_loader(path: str | None = None) -> Callable[[], CoveLayers]:
     """A "cove-encoder" or "cove-mt" directory; null or "default" = the bundled model."""
     path = optional_str(path)
 

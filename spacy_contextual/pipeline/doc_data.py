@@ -11,7 +11,8 @@ The class is registered with srsly's msgpack encoders, so Docs carrying it survi
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy
 import srsly
@@ -25,7 +26,7 @@ _MSGPACK_KEY = "__spacy_contextual_data__"
 class ContextualData:
     """Per-layer vectors of one Doc (numpy on CPU, cupy on GPU)."""
 
-    def __init__(self, layers, layer_names: Sequence[str], layer_widths: Optional[Sequence[int]] = None):
+    def __init__(self, layers, layer_names: Sequence[str], layer_widths: Sequence[int] | None = None):
         if layers.ndim != 3:
             raise ValueError(f"ContextualData.layers must be (n_layers, n_tokens, width), got shape {layers.shape}")
         if len(layer_names) != layers.shape[0]:
@@ -46,7 +47,7 @@ class ContextualData:
         """Layer ``index`` (negative counts from the end) at its own width: (n_tokens, layer_width)."""
         return self.layers[index, :, : self.layer_widths[index]]
 
-    def token_vectors(self, layer: Optional[int] = None):
+    def token_vectors(self, layer: int | None = None):
         """(n_tokens, width): one layer, or the mean of all layers (the mix with s = 0, γ = 1)."""
         if layer is None:
             return self.layers.mean(axis=0)
@@ -58,7 +59,7 @@ class ContextualData:
         return {"layers": layers, "layer_names": self.layer_names, "layer_widths": self.layer_widths}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ContextualData":
+    def from_dict(cls, data: dict[str, Any]) -> ContextualData:
         return cls(numpy.asarray(data["layers"]), data["layer_names"], data["layer_widths"])
 
     def __eq__(self, other: object) -> bool:

@@ -15,8 +15,6 @@ Other weights: ``nlp.initialize()`` reads ``[initialize.components.elmo.loader]`
 
 from __future__ import annotations
 
-from typing import List, Optional
-
 from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.api import Config, Model
@@ -57,13 +55,13 @@ class Elmo(ContextualPipe):
 def make_elmo(
     nlp: Language,
     name: str,
-    model: Model[List[Doc], List[Floats3d]],
+    model: Model[list[Doc], list[Floats3d]],
     frozen: bool,
     learn_rate_scale: float,
     store: str,
     set_doc_tensor: bool,
     vector_hooks: bool,
-    vector_layer: Optional[int],
+    vector_layer: int | None,
 ) -> Elmo:
     """``frozen``: the biLM never changes (listeners still learn their mixes); ``learn_rate_scale``:
     with ``frozen = false``, the biLM's learning rate relative to the optimizer's; ``store``: "all" layers,
@@ -71,6 +69,13 @@ def make_elmo(
     ``doc.tensor``; ``vector_hooks``: contextual token/span/doc vectors and similarity;
     ``vector_layer``: the layer those use (null = mean of all layers)."""
     return Elmo(
-        nlp.vocab, model, name,
-        frozen=frozen, learn_rate_scale=learn_rate_scale, store=store, set_doc_tensor=set_doc_tensor, vector_hooks=vector_hooks, vector_layer=vector_layer,
-    )  # fmt: skip
+        nlp.vocab,
+        model,
+        name,
+        frozen=frozen,
+        learn_rate_scale=learn_rate_scale,
+        store=store,
+        set_doc_tensor=set_doc_tensor,
+        vector_hooks=vector_hooks,
+        vector_layer=vector_layer,
+    )

@@ -14,8 +14,9 @@ options + HDF5 weights), then stored inside the pipeline.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any
 
 import spacy
 import torch
@@ -121,7 +122,7 @@ def elmo_encoder_v1(
     mixed_precision: bool = False,
     token_cache_size: int = 50_000,
     segment_cache_mb: int = 0,
-) -> Model[List[Doc], List[Floats3d]]:
+) -> Model[list[Doc], list[Floats3d]]:
     """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
     tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
     deterministic); ``mixed_precision``: autocast on CUDA; ``token_cache_size``: word types whose
@@ -138,7 +139,7 @@ def elmo_encoder_v1(
 
 
 @spacy.registry.misc("spacy-contextual.ElmoModelDir.v1")
-def elmo_model_dir_loader(path: Optional[str] = None) -> Callable[[], BiLM]:
+def elmo_model_dir_loader(path: str | None = None) -> Callable[[], BiLM]:
     """Our model directory (``config.json`` + ``model.safetensors``); null or "default" = the bundled model."""
     path = optional_str(path)
 

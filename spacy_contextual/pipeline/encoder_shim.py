@@ -10,9 +10,10 @@ its output as token-aligned layers (B, n_layers, T, width). The shim also owns t
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from contextlib import nullcontext
 from itertools import chain
-from typing import Any, Hashable, Optional, Sequence
+from typing import Any
 
 import srsly
 import torch
@@ -109,7 +110,7 @@ class EncoderShim(PyTorchShim):
         state = {name: tensor.detach().cpu().contiguous() for name, tensor in self._model.state_dict().items()}
         return srsly.msgpack_dumps({"config": self.module_config(), "state": save_safetensors(state)})
 
-    def from_bytes(self, bytes_data: bytes) -> "EncoderShim":
+    def from_bytes(self, bytes_data: bytes) -> EncoderShim:
         msg = srsly.msgpack_loads(bytes_data)
         if msg["config"] is None:
             self._model = None
@@ -126,6 +127,6 @@ class EncoderShim(PyTorchShim):
         return super().use_params(params)
 
 
-def optional_str(value: Optional[str]) -> Optional[str]:
+def optional_str(value: str | None) -> str | None:
     """Config values such as ``${paths.elmo_model}`` arrive as "" or "null" when unset."""
     return None if value in (None, "", "null", "None") else value

@@ -11,8 +11,6 @@ training (at least one is kept), ``grad_factor`` scales the gradient passed back
 
 from __future__ import annotations
 
-from typing import List
-
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
@@ -26,7 +24,7 @@ def LayerMix(
     layer_dropout: float = 0.0,
     grad_factor: float = 1.0,
     width: int | None = None,
-) -> Model[List[Floats3d], List[Floats2d]]:
+) -> Model[list[Floats3d], list[Floats2d]]:
     """``width``: when given, the layers must have it (a listener without projection promises it)."""
     if not 0.0 <= layer_dropout < 1.0:
         raise ValueError(f"layer_dropout must be in [0, 1), got {layer_dropout}")
@@ -40,7 +38,7 @@ def LayerMix(
     )
 
 
-def init(model: Model, X: List[Floats3d] | None = None, Y=None) -> None:
+def init(model: Model, X: list[Floats3d] | None = None, Y=None) -> None:
     if X:
         model.set_dim("nL", X[0].shape[0])
     if not model.has_dim("nL"):
@@ -55,10 +53,14 @@ def layer_weights(model: Model) -> dict[str, object]:
     """{"s": raw s, "weights": softmax(s), "gamma": γ} as Python floats (for reports and the dashboard)."""
     s = model.ops.to_numpy(model.get_param("s"))
     shares = model.ops.to_numpy(model.ops.softmax(model.get_param("s")))
-    return {"s": s.tolist(), "weights": shares.tolist(), "gamma": float(model.ops.to_numpy(model.get_param("gamma"))[0])}
+    return {
+        "s": s.tolist(),
+        "weights": shares.tolist(),
+        "gamma": float(model.ops.to_numpy(model.get_param("gamma"))[0]),
+    }
 
 
-def forward(model: Model, Xs: List[Floats3d], is_train: bool):
+def forward(model: Model, Xs: list[Floats3d], is_train: bool):
     ops, xp = model.ops, model.ops.xp
     n_layers = model.get_dim("nL")
     width = model.maybe_get_dim("nO")
@@ -88,7 +90,7 @@ def forward(model: Model, Xs: List[Floats3d], is_train: bool):
     gamma = float(model.get_param("gamma")[0])
     Y = gamma * xp.tensordot(shares, H, axes=(0, 0))  # (N, W)
 
-    def backprop(dYs: List[Floats2d]) -> List[Floats3d]:
+    def backprop(dYs: list[Floats2d]) -> list[Floats3d]:
         dY = xp.concatenate(dYs, axis=0)
         inner = (H * dY[None]).sum(axis=(1, 2))  # <h_j, dY> per layer
         model.inc_grad("gamma", (shares * inner).sum().reshape(1).astype("float32"))
@@ -96,7 +98,7 @@ def forward(model: Model, Xs: List[Floats3d], is_train: bool):
         model.inc_grad("s", (shares * (d_shares - (shares * d_shares).sum())).astype("float32"))
         grad_factor = model.attrs["grad_factor"]
         if grad_factor == 0:
-            return [ops.alloc3f(n_layers, n, X.shape[2]) for n, X in zip(lengths, Xs)]
+            return [ops.alloc3f(n_layers, n, X.shape[2]) for n, X in zip(lengths, Xs, strict=True)]
         dH = (grad_factor * gamma) * shares[:, None, None] * dY[None]
         if model.attrs["layer_norm"]:
             normed = H
@@ -106,7 +108,7 @@ def forward(model: Model, Xs: List[Floats3d], is_train: bool):
     return list(xp.split(Y, _offsets(lengths), axis=0)), backprop
 
 
-def _offsets(lengths: List[int]) -> List[int]:
+def _offsets(lengths: list[int]) -> list[int]:
     offsets, total = [], 0
     for length in lengths[:-1]:
         total += length

@@ -9,7 +9,7 @@ The listener returns the layers, (n_layers, len(doc), width) per doc; the archit
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from collections.abc import Callable
 
 from spacy.tokens import Doc
 from thinc.api import Model
@@ -21,13 +21,18 @@ class ContextualListener(Model):
 
     def __init__(self, kind: str, upstream_name: str):
         Model.__init__(
-            self, name=self.name, forward=forward, init=init, dims={"nO": None, "nL": None}, attrs={"layer_widths": None}
+            self,
+            name=self.name,
+            forward=forward,
+            init=init,
+            dims={"nO": None, "nL": None},
+            attrs={"layer_widths": None},
         )
         self.kind = kind  # "elmo" or "cove": only a pipe of that kind binds this listener
         self.upstream_name = upstream_name
-        self._batch_id: Optional[int] = None
-        self._outputs: Optional[List[Floats3d]] = None
-        self._backprop: Optional[Callable] = None
+        self._batch_id: int | None = None
+        self._outputs: list[Floats3d] | None = None
+        self._backprop: Callable | None = None
         self._shape_pass = False
 
     @property
@@ -35,14 +40,14 @@ class ContextualListener(Model):
         return f"{self.kind}_data"
 
     @classmethod
-    def get_batch_id(cls, docs: List[Doc]) -> int:
+    def get_batch_id(cls, docs: list[Doc]) -> int:
         return sum(sum(token.orth for token in doc) for doc in docs)
 
-    def receive(self, batch_id: int, outputs: List[Floats3d], backprop: Callable) -> None:
+    def receive(self, batch_id: int, outputs: list[Floats3d], backprop: Callable) -> None:
         self._batch_id, self._outputs, self._backprop = batch_id, outputs, backprop
         self._shape_pass = False
 
-    def verify_inputs(self, docs: List[Doc]) -> bool:
+    def verify_inputs(self, docs: list[Doc]) -> bool:
         if self._batch_id is None and self._outputs is None:
             raise ValueError(
                 f"the {self.kind} listener got no outputs from its upstream component: "
@@ -53,7 +58,7 @@ class ContextualListener(Model):
             raise ValueError(f"Mismatched IDs! {batch_id} vs {self._batch_id}: the listener got another batch")
         return True
 
-    def backprop_and_clear(self, d_outputs: List[Floats3d]) -> List[Doc]:
+    def backprop_and_clear(self, d_outputs: list[Floats3d]) -> list[Doc]:
         result = self._backprop(d_outputs) if self._backprop is not None else []
         self._batch_id = self._outputs = self._backprop = None
         return result
@@ -75,7 +80,7 @@ def init(model: ContextualListener, X=None, Y=None) -> None:
     model._shape_pass = X is not None
 
 
-def forward(model: ContextualListener, docs: List[Doc], is_train: bool):
+def forward(model: ContextualListener, docs: list[Doc], is_train: bool):
     if is_train and model._batch_id is not None:
         model.verify_inputs(docs)
         return model._outputs, model.backprop_and_clear

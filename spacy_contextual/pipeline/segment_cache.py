@@ -13,7 +13,8 @@ device), and its owner (``EncoderShim``) empties it when it loads new weights or
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Optional
+from collections.abc import Hashable
+from typing import Any
 
 MIB = 1 << 20
 
@@ -45,7 +46,7 @@ class SegmentCache:
             self.clear()
             self._signature = signature
 
-    def get(self, words: tuple[str, ...]) -> Optional[Any]:
+    def get(self, words: tuple[str, ...]) -> Any | None:
         return self._layers.get(words)
 
     def put(self, words: tuple[str, ...], layers: Any) -> None:

@@ -16,8 +16,8 @@ inside any batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 from spacy.tokens import Doc
 

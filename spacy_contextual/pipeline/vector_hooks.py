@@ -12,7 +12,7 @@ or ``nlp.pipe(n_process>1)`` the data (``doc._.elmo_data``) is still there and
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from collections.abc import Callable
 
 from spacy.tokens import Doc, Span, Token
 from thinc.api import get_array_module
@@ -21,13 +21,13 @@ from thinc.types import Floats1d, Floats2d
 VectorSource = Callable[[Doc], Floats2d]
 
 
-def layer_source(extension: str = "elmo_data", layer: Optional[int] = None) -> VectorSource:
+def layer_source(extension: str = "elmo_data", layer: int | None = None) -> VectorSource:
     """Vectors from ``doc._.<extension>``: one layer, or None for the mean of all stored layers."""
 
     def vectors(doc: Doc) -> Floats2d:
         data = doc._.get(extension)
         if data is None:
-            raise ValueError(f"doc._.{extension} is not set: run the pipeline (or set store = \"all\"/\"mixed\")")
+            raise ValueError(f'doc._.{extension} is not set: run the pipeline (or set store = "all"/"mixed")')
         return data.token_vectors(layer if data.n_layers > 1 else None)
 
     return vectors
@@ -37,7 +37,7 @@ def tensor_source(doc: Doc) -> Floats2d:
     return doc.tensor
 
 
-def set_vector_hooks(doc: Doc, source: Optional[VectorSource] = None) -> None:
+def set_vector_hooks(doc: Doc, source: VectorSource | None = None) -> None:
     """Install the hooks on ``doc``; ``source`` defaults to the mean of ``doc._.elmo_data``'s layers."""
     source = source or layer_source()
     cache: dict = {}
@@ -50,7 +50,7 @@ def set_vector_hooks(doc: Doc, source: Optional[VectorSource] = None) -> None:
     def token_vector(token: Token) -> Floats1d:
         return token_matrix(token.doc)[token.i]
 
-    def span_vector(span: Union[Span, Doc]) -> Floats1d:
+    def span_vector(span: Span | Doc) -> Floats1d:
         doc_ = span.doc if isinstance(span, Span) else span
         start, end = (span.start, span.end) if isinstance(span, Span) else (0, len(doc_))
         rows = token_matrix(doc_)[start:end]

@@ -14,15 +14,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..types import PathLike
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
 
-PathLike = Union[str, Path]
 STATE_NAME = "trainer_state.json"
 OPTIMIZER_NAME = "optimizer.safetensors"
 
@@ -85,7 +85,9 @@ def find_checkpoint(directory: PathLike) -> Path:
     raise FileNotFoundError(f"no checkpoint in {directory}; run without --resume to start training")
 
 
-def load_checkpoint(directory: PathLike) -> tuple[BidirectionalLM, dict[str, Any], dict[str, Any], dict[int, torch.Tensor]]:
+def load_checkpoint(
+    directory: PathLike,
+) -> tuple[BidirectionalLM, dict[str, Any], dict[str, Any], dict[int, torch.Tensor]]:
     """(the LM with its trained weights, trainer state, optimizer state dict, torch RNG state per rank)."""
     directory = find_checkpoint(directory)
     lm, _ = load_language_model(directory / "model")

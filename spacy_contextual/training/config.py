@@ -6,21 +6,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 from ..models.bilm import BiLMConfig
+from ..types import PathLike
 from .lm import SoftmaxConfig
-
-PathLike = Union[str, Path]
 
 
 @dataclass
 class DataConfig:
     train: list = field(default_factory=list)  # files, one tokenised sentence per line (.gz ok)
-    valid: Optional[str] = None
-    vocab: Optional[str] = None  # vocab.txt; built from ``train`` when missing
+    valid: str | None = None
+    vocab: str | None = None  # vocab.txt; built from ``train`` when missing
     min_count: int = 3
     batch_tokens: int = 2000  # tokens per batch and process, <S>/</S> and padding included
     batching: str = "sentences"  # sentences (zero state per sentence) | windows (truncated BPTT, state carried)
@@ -37,17 +37,17 @@ class TrainingConfig:
     lr: float = 0.002
     warmup_steps: int = 200
     max_steps: int = 100000
-    max_minutes: Optional[float] = None  # stop (with a final checkpoint) after this wall time
-    lr_decay_steps: Optional[int] = None  # linear decay to lr_min at this step (default max_steps)
+    max_minutes: float | None = None  # stop (with a final checkpoint) after this wall time
+    lr_decay_steps: int | None = None  # linear decay to lr_min at this step (default max_steps)
     lr_min: float = 0.0
     dropout: float = 0.1
     grad_clip: float = 1.0
     checkpoint_minutes: float = 5.0
     validate_minutes: float = 10.0
-    export_dir: Optional[str] = None  # also write the fp16 biLM here whenever validation improves
+    export_dir: str | None = None  # also write the fp16 biLM here whenever validation improves
     export_dtype: str = "float16"
     device: str = "auto"  # auto | cpu | cuda
-    num_threads: Optional[int] = 1
+    num_threads: int | None = 1
 
 
 SECTIONS = {"model": BiLMConfig, "softmax": SoftmaxConfig, "data": DataConfig, "training": TrainingConfig}
@@ -64,7 +64,7 @@ class PretrainConfig:
         return {name: asdict(getattr(self, name)) for name in SECTIONS}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PretrainConfig":
+    def from_dict(cls, data: dict[str, Any]) -> PretrainConfig:
         unknown = set(data) - set(SECTIONS)
         if unknown:
             raise ValueError(f"unknown config sections {sorted(unknown)}; expected {list(SECTIONS)}")
@@ -79,7 +79,7 @@ class PretrainConfig:
         return cls(**sections)
 
     @classmethod
-    def load(cls, path: PathLike, overrides: Sequence[str] = ()) -> "PretrainConfig":
+    def load(cls, path: PathLike, overrides: Sequence[str] = ()) -> PretrainConfig:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"config file not found: {path}")
@@ -120,7 +120,9 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
         key, _, raw = override.partition("=")
         section, _, name = key.partition(".")
         if section not in SECTIONS or not name:
-            raise ValueError(f"override {override!r}: the key must be section.name with section one of {list(SECTIONS)}")
+            raise ValueError(
+                f"override {override!r}: the key must be section.name with section one of {list(SECTIONS)}"
+            )
         if name not in {f.name for f in fields(SECTIONS[section])}:
             raise ValueError(f"override {override!r}: [{section}] has no key {name!r}")
         try:

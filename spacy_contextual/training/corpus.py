@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import gzip
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, NamedTuple, Sequence, Union
+from typing import NamedTuple
 
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
-
-PathLike = Union[str, Path]
+from ..types import PathLike
 
 
 def open_text(path: PathLike):
@@ -50,7 +50,9 @@ def iter_sentences(path: PathLike, rank: int = 0, world_size: int = 1) -> Iterat
             index += 1
 
 
-def iter_chunks(paths: Sequence[Path], chunk_sentences: int, rank: int = 0, world_size: int = 1) -> Iterator[list[list[str]]]:
+def iter_chunks(
+    paths: Sequence[Path], chunk_sentences: int, rank: int = 0, world_size: int = 1
+) -> Iterator[list[list[str]]]:
     """The sentences of ``paths`` (this rank's shard), ``chunk_sentences`` at a time."""
     chunk: list[list[str]] = []
     for path in paths:
@@ -155,7 +157,9 @@ class WindowStream:
         world_size: int = 1,
     ):
         if bptt_steps < 1 or batch_tokens < bptt_steps:
-            raise ValueError(f"need 1 <= bptt_steps <= batch_tokens, got bptt_steps={bptt_steps}, batch_tokens={batch_tokens}")
+            raise ValueError(
+                f"need 1 <= bptt_steps <= batch_tokens, got bptt_steps={bptt_steps}, batch_tokens={batch_tokens}"
+            )
         self.paths = [Path(p) for p in paths]
         self.rows = batch_tokens // bptt_steps
         self.bptt_steps = bptt_steps

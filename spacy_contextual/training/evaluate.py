@@ -10,21 +10,19 @@ from __future__ import annotations
 import math
 from itertools import islice
 from pathlib import Path
-from typing import Optional, Union
 
 import torch
 
 from ..formats.bilm_dir import KIND, load_bilm, load_softmax
-from ..formats.model_dir import read_model_config
 from ..formats.bilm_tf import load_bilm_tf
+from ..formats.model_dir import read_model_config
+from ..types import PathLike
 from .corpus import BatchStream, iter_sentences
 from .lm import BidirectionalLM, SoftmaxConfig
 from .vocab import Vocabulary
 
-PathLike = Union[str, Path]
 
-
-def perplexity(lm: BidirectionalLM, path: PathLike, max_sentences: Optional[int] = None, batch_tokens: int = 4000) -> dict:
+def perplexity(lm: BidirectionalLM, path: PathLike, max_sentences: int | None = None, batch_tokens: int = 4000) -> dict:
     sentences = list(islice(iter_sentences(path), max_sentences))
     if not sentences:
         raise ValueError(f"no sentences in {path}")
@@ -55,9 +53,9 @@ def perplexity(lm: BidirectionalLM, path: PathLike, max_sentences: Optional[int]
 
 def load_language_model(
     model: PathLike,
-    options_file: Optional[PathLike] = None,
-    vocab: Optional[Vocabulary] = None,
-    softmax_config: Optional[SoftmaxConfig] = None,
+    options_file: PathLike | None = None,
+    vocab: Vocabulary | None = None,
+    softmax_config: SoftmaxConfig | None = None,
     seed: int = 0,
 ) -> tuple[BidirectionalLM, bool]:
     """A trainable LM from our model directory or from a bilm-tf ``weights.hdf5`` (+ ``options_file``).

@@ -4,17 +4,15 @@ bilm-tf ``options.json`` + ``weights.hdf5`` (read by bilm-tf, AllenNLP and ``loa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
 
 import torch
 
 from ..formats.bilm_dir import load_bilm, save_bilm
 from ..formats.bilm_tf import export_bilm_tf
 from ..formats.model_dir import CONFIG_NAME, weight_files
+from ..types import PathLike
 from .evaluate import load_language_model
 from .finetune import has_softmax
-
-PathLike = Union[str, Path]
 
 
 def resolve_model_dir(path: PathLike) -> Path:
@@ -29,7 +27,7 @@ def resolve_model_dir(path: PathLike) -> Path:
 def export_model(
     model: PathLike,
     output_dir: PathLike,
-    dtype: Optional[torch.dtype] = None,
+    dtype: torch.dtype | None = None,
     keep_softmax: bool = True,
     bilm_tf: bool = True,
 ) -> list[Path]:

@@ -9,24 +9,23 @@ that of an untrained softmax, and the log says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Optional, Union
 
 from ..formats.bilm_dir import load_softmax
+from ..types import PathLike
 from .config import PretrainConfig
 from .evaluate import load_language_model, perplexity
 from .trainer import pretrain, process_rank
 from .vocab import Vocabulary
 
-PathLike = Union[str, Path]
-
 
 def finetune(
     model: PathLike,
     config: PretrainConfig,
-    options_file: Optional[PathLike] = None,
-    heldout: Optional[PathLike] = None,
+    options_file: PathLike | None = None,
+    heldout: PathLike | None = None,
     resume: bool = False,
     log: Callable[[str], None] = print,
 ) -> dict:
@@ -40,10 +39,17 @@ def finetune(
     if has_softmax(model):
         lm, new_softmax = load_language_model(model)
     else:
-        vocab = Vocabulary.load(config.data.vocab) if config.data.vocab else Vocabulary.build(config.data.train, config.data.min_count)
-        lm, new_softmax = load_language_model(model, options_file, vocab=vocab, softmax_config=config.softmax, seed=config.training.seed)
+        vocab = (
+            Vocabulary.load(config.data.vocab)
+            if config.data.vocab
+            else Vocabulary.build(config.data.train, config.data.min_count)
+        )
+        lm, new_softmax = load_language_model(
+            model, options_file, vocab=vocab, softmax_config=config.softmax, seed=config.training.seed
+        )
         log(
-            f"{model} has no LM softmax (bilm-tf weight files never do): initialised a new {lm.softmax_config.kind} softmax over "
+            f"{model} has no LM softmax (bilm-tf weight files never do): initialised a new {lm.softmax_config.kind} "
+            "softmax over "
             f"{len(vocab)} words of the new text; its perplexity before fine-tuning is that of an untrained softmax"
         )
     config = replace(config, model=lm.bilm.config, softmax=lm.softmax_config)
@@ -54,11 +60,17 @@ def finetune(
     config = replace(config, data=replace(config.data, vocab=str(output_dir / "vocab.txt")))
     before = perplexity(lm, heldout) if heldout and main and not resume else None
     if before:
-        log(f"held-out perplexity before fine-tuning: forward {before['forward']:.1f} backward {before['backward']:.1f} average {before['average']:.1f}")
+        log(
+            f"held-out perplexity before fine-tuning: forward {before['forward']:.1f} backward "
+            f"{before['backward']:.1f} average {before['average']:.1f}"
+        )
     training = pretrain(config, resume=resume, lm=lm, log=log)
     after = perplexity(lm, heldout) if heldout and main else None
     if after:
-        log(f"held-out perplexity after fine-tuning: forward {after['forward']:.1f} backward {after['backward']:.1f} average {after['average']:.1f}")
+        log(
+            f"held-out perplexity after fine-tuning: forward {after['forward']:.1f} backward {after['backward']:.1f} "
+            f"average {after['average']:.1f}"
+        )
     return {"new_softmax": new_softmax, "before": before, "after": after, "training": training}
 
 

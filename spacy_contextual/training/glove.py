@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -105,7 +105,12 @@ def train_glove(
     for epoch in range(epochs):
         order = torch.randperm(len(values), generator=generator)
         total = 0.0
-        bar = tqdm(range(0, len(order), batch_size), desc=f"glove epoch {epoch + 1}/{epochs}", disable=not progress, mininterval=2)
+        bar = tqdm(
+            range(0, len(order), batch_size),
+            desc=f"glove epoch {epoch + 1}/{epochs}",
+            disable=not progress,
+            mininterval=2,
+        )
         for start in bar:
             batch = order[start : start + batch_size]
             i, j = i_all[batch], j_all[batch]
@@ -131,7 +136,9 @@ def _adagrad(param: torch.Tensor, squares: torch.Tensor, index: torch.Tensor, gr
     param[rows] -= lr * summed / torch.sqrt(squares[rows])
 
 
-def nearest_neighbours(vectors: np.ndarray, vocab: Sequence[str], words: Sequence[str], k: int = 5) -> dict[str, list[tuple[str, float]]]:
+def nearest_neighbours(
+    vectors: np.ndarray, vocab: Sequence[str], words: Sequence[str], k: int = 5
+) -> dict[str, list[tuple[str, float]]]:
     """Cosine nearest neighbours of each word in ``words`` that is in the vocabulary."""
     index = {w: i for i, w in enumerate(vocab)}
     normed = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-8)

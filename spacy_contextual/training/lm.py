@@ -7,8 +7,8 @@ For ``<S> t_1 .. t_N </S>`` and the biLM's top layer ``[fwd_k; bwd_k]`` at every
     loss       = L_forward + L_backward
 
 Both directions share the char-CNN token encoder and one softmax over the vocabulary (an adaptive
-softmax, Grave et al. 2017, or bilm-tf's sampled softmax); the LSTM stacks are separate (they are the biLM's forward/backward
-layers). Perplexity of a direction = exp(its summed NLL / number of predictions).
+softmax, Grave et al. 2017, or bilm-tf's sampled softmax); the LSTM stacks are separate (they are
+the biLM's forward/backward layers). Perplexity of a direction = exp(its summed NLL / number of predictions).
 
 With truncated BPTT (``corpus.Windows``) each direction reads its own continuous stream instead
 (the backward stream holds every sentence reversed), from the LSTM state carried over from the
@@ -17,8 +17,9 @@ previous window, and every position predicts the next token of its stream.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -65,7 +66,7 @@ class LMLoss(NamedTuple):
     forward_nll: torch.Tensor  # summed over predictions
     backward_nll: torch.Tensor
     predictions: int  # per direction
-    states: Optional[CarriedStates] = None  # TBPTT: the final LSTM states, to carry into the next windows
+    states: CarriedStates | None = None  # TBPTT: the final LSTM states, to carry into the next windows
 
     @property
     def mean(self) -> torch.Tensor:
@@ -84,12 +85,14 @@ class BidirectionalLM(nn.Module):
         self.softmax = build_softmax(bilm.config.projection_dim, len(vocab), softmax_config)
         self.dropout = nn.Dropout(dropout)
 
-    def save(self, path, dtype: Optional[torch.dtype] = None, info: Optional[dict] = None):
+    def save(self, path, dtype: torch.dtype | None = None, info: dict | None = None):
         """Our model directory with the softmax and vocabulary (loadable by ``load_language_model``)."""
         info = {**(info or {}), "softmax": self.softmax_config.to_dict()}
-        return save_bilm(self.bilm, path, softmax=self.softmax.state_dict(), vocab=self.vocab.words, dtype=dtype, info=info)
+        return save_bilm(
+            self.bilm, path, softmax=self.softmax.state_dict(), vocab=self.vocab.words, dtype=dtype, info=info
+        )
 
-    def forward(self, batch: Union[Sequence[Sequence[str]], Windows], states: Optional[CarriedStates] = None) -> LMLoss:
+    def forward(self, batch: Sequence[Sequence[str]] | Windows, states: CarriedStates | None = None) -> LMLoss:
         """The loss of a sentence batch (from zero state) or of TBPTT windows (from ``states``)."""
         if isinstance(batch, Windows):
             return self._windows_loss(batch, states)
@@ -112,7 +115,7 @@ class BidirectionalLM(nn.Module):
         backward_nll = -self.softmax(backward_out, word_ids[:, :-1][predicting]).output.sum()
         return LMLoss(forward_nll, backward_nll, int(predicting.sum()))
 
-    def _windows_loss(self, windows: Windows, states: Optional[CarriedStates]) -> LMLoss:
+    def _windows_loss(self, windows: Windows, states: CarriedStates | None) -> LMLoss:
         device = self.bilm.token_encoder.char_embedding.weight.device
         P = self.bilm.config.projection_dim
         streams = (windows.forward, windows.backward)
@@ -121,7 +124,7 @@ class BidirectionalLM(nn.Module):
         lengths = torch.full((len(windows.forward),), tokens[0].shape[1], device=device)
         nlls, finals = [], []
         layer_stacks = (self.bilm.forward_layers, self.bilm.backward_layers)
-        for layers, stream, vectors, carried in zip(layer_stacks, streams, tokens, states or (None, None)):
+        for layers, stream, vectors, carried in zip(layer_stacks, streams, tokens, states or (None, None), strict=True):
             outputs, final = self.bilm.run_direction(layers, vectors, lengths, carried)
             targets = torch.tensor([[self.vocab[w] for w in window[1:]] for window in stream], device=device)
             nlls.append(-self.softmax(self.dropout(outputs[-1].reshape(-1, P)), targets.reshape(-1)).output.sum())

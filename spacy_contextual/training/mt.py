@@ -16,9 +16,10 @@ import json
 import math
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -27,12 +28,21 @@ from tqdm import tqdm
 from ..formats.cove_dir import load_translator, save_translator
 from ..formats.vectors import load_vectors
 from ..models.seq2seq import Seq2SeqConfig, Translator, translate_all
+from ..types import PathLike
 from .mt_data import (
-    SPECIALS, Vocab, batches, build_vocab, detokenize, join_subwords, learn_subwords, read_lines, read_parallel, replace_unknown,
+    SPECIALS,
+    Vocab,
+    batches,
+    build_vocab,
+    detokenize,
+    join_subwords,
+    learn_subwords,
+    read_lines,
+    read_parallel,
+    replace_unknown,
     tokenize,
 )
 
-PathLike = Union[str, Path]
 STATE_NAME, OPTIMIZER_NAME = "trainer_state.json", "optimizer.safetensors"
 
 
@@ -43,7 +53,11 @@ class BleuResult:
     signature: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bleu_tok_lc": round(self.tokenized_lowercase, 2), "bleu_sacre": round(self.default, 2), "signature": self.signature}
+        return {
+            "bleu_tok_lc": round(self.tokenized_lowercase, 2),
+            "bleu_sacre": round(self.default, 2),
+            "signature": self.signature,
+        }
 
 
 def bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> BleuResult:
@@ -59,24 +73,37 @@ def bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> Bleu
 
 
 def translate_ids(
-    model: Translator, source_vocab: Vocab, target_vocab: Vocab, sources: Sequence[Sequence[str]],
-    beam: int = 1, alpha: float = 0.6, max_length: int = 100, replace_unk: bool = True,
+    model: Translator,
+    source_vocab: Vocab,
+    target_vocab: Vocab,
+    sources: Sequence[Sequence[str]],
+    beam: int = 1,
+    alpha: float = 0.6,
+    max_length: int = 100,
+    replace_unk: bool = True,
 ) -> list[list[str]]:
     """Token lists in, German token lists out, in input order; ``replace_unk``: see ``replace_unknown``."""
     results = translate_all(model, [source_vocab.encode(s) for s in sources], beam, alpha, max_length)
     out = []
-    for source, result in zip(sources, results):
+    for source, result in zip(sources, results, strict=True):
         tokens = [] if result is None else target_vocab.decode(result.ids)
         out.append(replace_unknown(tokens, result.attention, source) if replace_unk and tokens else tokens)
     return out
 
 
 def evaluate_bleu(
-    model_dir: PathLike, source_file: PathLike, reference_file: PathLike, beam: int = 1, alpha: float = 0.6, replace_unk: bool = True
+    model_dir: PathLike,
+    source_file: PathLike,
+    reference_file: PathLike,
+    beam: int = 1,
+    alpha: float = 0.6,
+    replace_unk: bool = True,
 ) -> BleuResult:
     model, source_vocab, target_vocab = load_translator(model_dir)
     sources = [tokenize(line) for line in read_lines(source_file)]
-    hypotheses = translate_ids(model, Vocab(source_vocab), Vocab(target_vocab), sources, beam, alpha, replace_unk=replace_unk)
+    hypotheses = translate_ids(
+        model, Vocab(source_vocab), Vocab(target_vocab), sources, beam, alpha, replace_unk=replace_unk
+    )
     return bleu(hypotheses, read_lines(reference_file))
 
 
@@ -84,7 +111,12 @@ def evaluate_bleu(
 
 
 def source_vocabulary(
-    train_sources: Sequence[Sequence[str]], glove_path: PathLike, oov: str, min_count: int, seed: int, input_std: float = 0.0
+    train_sources: Sequence[Sequence[str]],
+    glove_path: PathLike,
+    oov: str,
+    min_count: int,
+    seed: int,
+    input_std: float = 0.0,
 ) -> tuple[list[str], torch.Tensor]:
     """English vocabulary and its fixed 300-d rows (specials: zero).
 
@@ -94,7 +126,7 @@ def source_vocabulary(
     starves the encoder's input gates at the usual uniform(+-0.1) initialisation."""
     if oov not in ("zero", "random"):
         raise ValueError(f"oov must be 'zero' or 'random', got {oov!r}")
-    candidates = build_vocab(train_sources, min_count)[len(SPECIALS):]
+    candidates = build_vocab(train_sources, min_count)[len(SPECIALS) :]
     static = load_vectors(glove_path, vocab=candidates)
     index = static.index()
     words = [w for w in candidates if w in index] if oov == "zero" else candidates
@@ -182,22 +214,37 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         if resume:
             tqdm.write(f"--resume: no checkpoint in {last}, starting from scratch")
         source_words, vectors = source_vocabulary(
-            [s for s, _ in train_pairs], paths["glove"], vocab_cfg["oov"], vocab_cfg["source_min_count"], seed, vocab_cfg.get("input_std", 0.0)
+            [s for s, _ in train_pairs],
+            paths["glove"],
+            vocab_cfg["oov"],
+            vocab_cfg["source_min_count"],
+            seed,
+            vocab_cfg.get("input_std", 0.0),
         )
         target_min_count = vocab_cfg["target_min_count"] if target_units == "words" else 1
         target_words = build_vocab([t for _, t in train_pairs], target_min_count)
         model_config = Seq2SeqConfig(len(source_words), len(target_words), **model_cfg)
         if vectors.shape[1] != model_config.embedding_dim:
             raise ValueError(
-                f"{paths['glove']} has {vectors.shape[1]}-d vectors but model.embedding_dim is {model_config.embedding_dim}; "
+                f"{paths['glove']} has {vectors.shape[1]}-d vectors but model.embedding_dim is "
+                f"{model_config.embedding_dim}; "
                 "use 300-d GloVe (or set model.embedding_dim to match)"
             )
         model = Translator(model_config, vectors)
         with torch.no_grad():  # uniform(+-0.1) init, as the paper
-            for name, parameter in model.named_parameters():
+            for _name, parameter in model.named_parameters():
                 parameter.uniform_(-0.1, 0.1)
-        state = {"epoch": 0, "batch": 0, "step": 0, "lr": train_cfg["learning_rate"], "best_ppl": None,
-                 "ppl_rose": False, "history": [], "seconds": 0.0, "tokens": 0}
+        state = {
+            "epoch": 0,
+            "batch": 0,
+            "step": 0,
+            "lr": train_cfg["learning_rate"],
+            "best_ppl": None,
+            "ppl_rose": False,
+            "history": [],
+            "seconds": 0.0,
+            "tokens": 0,
+        }
     source_vocab, target_vocab = Vocab(source_words), Vocab(target_words)
     encode = lambda pairs: [(source_vocab.encode(s), target_vocab.encode(t)) for s, t in pairs]  # noqa: E731
     train_ids, val_ids = encode(train_pairs), encode(val_pairs_tokens)
@@ -229,7 +276,9 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         model.train()
         bar = tqdm(total=n_batches, initial=state["batch"], desc=f"cove epoch {epoch + 1}/{max_epochs}", mininterval=10)
         loss_sum, token_sum = 0.0, 0
-        for number, (src, lengths, tgt) in enumerate(batches(train_ids, batch_size, shuffle=True, seed=seed * 1000 + epoch)):
+        for number, (src, lengths, tgt) in enumerate(
+            batches(train_ids, batch_size, shuffle=True, seed=seed * 1000 + epoch)
+        ):
             if number < state["batch"]:
                 continue
             started = time.perf_counter()
@@ -246,7 +295,9 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
             bar.set_postfix(ppl=f"{math.exp(loss_sum / token_sum):.1f}", lr=state["lr"], refresh=False)
             if eval_every and state["step"] % eval_every == 0:
                 ppl = _perplexity(model, val_ids, 128)
-                state["history"].append({"step": state["step"], "val_ppl": round(ppl, 3), "train_seconds": round(state["seconds"], 1)})
+                state["history"].append(
+                    {"step": state["step"], "val_ppl": round(ppl, 3), "train_seconds": round(state["seconds"], 1)}
+                )
                 tqdm.write(json.dumps(state["history"][-1]))
                 model.train()
             if train_cfg.get("checkpoint_every_steps") and state["step"] % train_cfg["checkpoint_every_steps"] == 0:
@@ -260,9 +311,16 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         ppl = _perplexity(model, val_ids, 128)
         hypotheses = translate_ids(model, source_vocab, target_vocab, val_sources, beam=1)
         scores = bleu(hypotheses, val_references)
-        record = {"epoch": epoch + 1, "step": state["step"], "lr": state["lr"], "train_ppl": round(math.exp(loss_sum / max(token_sum, 1)), 3),
-                  "val_ppl": round(ppl, 3), **scores.to_dict(), "train_seconds": round(state["seconds"], 1),
-                  "tokens_per_second": round(state["tokens"] / max(state["seconds"], 1e-9), 1)}
+        record = {
+            "epoch": epoch + 1,
+            "step": state["step"],
+            "lr": state["lr"],
+            "train_ppl": round(math.exp(loss_sum / max(token_sum, 1)), 3),
+            "val_ppl": round(ppl, 3),
+            **scores.to_dict(),
+            "train_seconds": round(state["seconds"], 1),
+            "tokens_per_second": round(state["tokens"] / max(state["seconds"], 1e-9), 1),
+        }
         state["history"].append(record)
         tqdm.write(json.dumps(record))
         if state["best_ppl"] is not None and ppl > state["best_ppl"]:
@@ -278,6 +336,8 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         state["best_ppl"] = ppl if is_best else state["best_ppl"]
         checkpoint(last)
         if is_best:
-            save_translator(model, output / "best", source_words, target_words, info={"config": config, "record": record})
+            save_translator(
+                model, output / "best", source_words, target_words, info={"config": config, "record": record}
+            )
     (output / "history.json").write_text(json.dumps(state["history"], indent=1), encoding="utf-8")
     return state

@@ -19,12 +19,13 @@ import gzip
 import random
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence, Union
 
 import torch
 
-PathLike = Union[str, Path]
+from ..types import PathLike
+
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = [PAD, UNK, BOS, EOS]
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
@@ -41,7 +42,8 @@ def tokenize(text: str, lower: bool = True) -> list[str]:
 
 
 def detokenize(tokens: Sequence[str]) -> str:
-    """Tokens (or subword pieces) joined back into text: no space before closing punctuation or after opening brackets."""
+    """Tokens (or subword pieces) joined back into text: no space before closing punctuation or after
+    opening brackets."""
     return _NO_SPACE_AFTER.sub(r"\1", _NO_SPACE_BEFORE.sub(r"\1", " ".join(join_subwords(tokens))))
 
 
@@ -50,7 +52,7 @@ def join_subwords(tokens: Sequence[str]) -> list[str]:
     words: list[str] = []
     for token in tokens:
         if token.startswith(SUBWORD_PREFIX) and len(token) > len(SUBWORD_PREFIX) and words:
-            words[-1] += token[len(SUBWORD_PREFIX):]
+            words[-1] += token[len(SUBWORD_PREFIX) :]
         else:
             words.append(token)
     return words
@@ -85,7 +87,7 @@ def read_parallel(source: PathLike, target: PathLike) -> list[tuple[list[str], l
     src, tgt = read_lines(source), read_lines(target)
     if len(src) != len(tgt):
         raise ValueError(f"{source} has {len(src)} lines but {target} has {len(tgt)}; they must be line-aligned")
-    return [(tokenize(s), tokenize(t, lower=False)) for s, t in zip(src, tgt)]
+    return [(tokenize(s), tokenize(t, lower=False)) for s, t in zip(src, tgt, strict=True)]
 
 
 def build_vocab(sentences: Iterable[Sequence[str]], min_count: int = 1, max_size: int | None = None) -> list[str]:

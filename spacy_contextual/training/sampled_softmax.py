@@ -51,7 +51,7 @@ class SampledSoftmax(nn.Module):
         if not self.training:
             rows = [
                 self.log_prob(h).gather(1, t[:, None]).squeeze(1)
-                for h, t in zip(hidden.split(self.eval_chunk), target.split(self.eval_chunk))
+                for h, t in zip(hidden.split(self.eval_chunk), target.split(self.eval_chunk), strict=True)
             ]
             return SoftmaxOutput(torch.cat(rows) if rows else hidden.new_zeros(0))
         negatives = self.sample()

@@ -20,9 +20,10 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -107,16 +108,16 @@ def prepare_vocab(config: PretrainConfig, runtime: Runtime, output_dir: Path) ->
 
 
 class Trainer:
-    def __init__(self, config: PretrainConfig, lm: BidirectionalLM, runtime: Runtime, log: Callable[[str], None] = print):
+    def __init__(
+        self, config: PretrainConfig, lm: BidirectionalLM, runtime: Runtime, log: Callable[[str], None] = print
+    ):
         self.config, self.runtime, self.log = config, runtime, log
         self.output_dir = Path(config.training.output_dir)
         self.lm = lm.to(runtime.device)
         self.lm.set_dropout(config.training.dropout)
         # find_unused_parameters: a batch with no word of an adaptive-softmax tail cluster leaves that
         # cluster without a gradient, which plain DDP rejects ("expected to have finished reduction")
-        self.model = (
-            DistributedDataParallel(self.lm, find_unused_parameters=True) if runtime.distributed else self.lm
-        )
+        self.model = DistributedDataParallel(self.lm, find_unused_parameters=True) if runtime.distributed else self.lm
         self.optimizer = make_optimizer(config, self.lm.parameters())
         self.state: dict[str, Any] = {
             "step": 0,
@@ -165,7 +166,7 @@ class Trainer:
 
     # -- validation -------------------------------------------------------------------------------
 
-    def validate(self) -> Optional[dict]:
+    def validate(self) -> dict | None:
         if not self.runtime.main or not self.config.data.valid:
             return None
         scores = perplexity(self.lm, self.config.data.valid, self.config.data.valid_sentences)
@@ -181,8 +182,10 @@ class Trainer:
                     info={"valid_perplexity": scores, "train_tokens": self.state["tokens"], "step": self.state["step"]},
                 )
         self.log(
-            f"step {scores['step']}: valid perplexity forward {scores['forward']:.1f} backward {scores['backward']:.1f} "
-            f"average {scores['average']:.1f}" + (" (best, exported)" if improved and self.config.training.export_dir else "")
+            f"step {scores['step']}: valid perplexity forward {scores['forward']:.1f} backward "
+            f"{scores['backward']:.1f} "
+            f"average {scores['average']:.1f}"
+            + (" (best, exported)" if improved and self.config.training.export_dir else "")
         )
         return scores
 
@@ -221,7 +224,13 @@ class Trainer:
         started = last_checkpoint = last_validate = time.time()
         seconds_before = self.state["train_seconds"]
         self.lm.train()
-        bar = tqdm(total=t.max_steps, initial=self.state["step"], disable=not self.runtime.main, unit="step", dynamic_ncols=True)
+        bar = tqdm(
+            total=t.max_steps,
+            initial=self.state["step"],
+            disable=not self.runtime.main,
+            unit="step",
+            dynamic_ncols=True,
+        )
         smoothed_loss, window_tokens, window_start = None, 0, time.time()
         position, carried = start, None
         batches = stream(start)
@@ -255,7 +264,12 @@ class Trainer:
             bar.update(1)
             if self.state["step"] % 10 == 0:
                 rate = window_tokens / max(time.time() - window_start, 1e-9)
-                bar.set_postfix(tok_s=f"{rate:.0f}", loss=f"{smoothed_loss:.3f}", ppl=f"{math.exp(smoothed_loss):.1f}", epoch=position.epoch)
+                bar.set_postfix(
+                    tok_s=f"{rate:.0f}",
+                    loss=f"{smoothed_loss:.3f}",
+                    ppl=f"{math.exp(smoothed_loss):.1f}",
+                    epoch=position.epoch,
+                )
                 window_tokens, window_start = 0, time.time()
         bar.close()
         summary = {
@@ -265,7 +279,10 @@ class Trainer:
             "valid": final,
         }
         if self.runtime.main:
-            self.lm.save(self.output_dir / "model", info={"valid_perplexity": final, "train_tokens": self.state["tokens"], "step": self.state["step"]})
+            self.lm.save(
+                self.output_dir / "model",
+                info={"valid_perplexity": final, "train_tokens": self.state["tokens"], "step": self.state["step"]},
+            )
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
@@ -282,7 +299,12 @@ def build_language_model(config: PretrainConfig, vocab: Vocabulary) -> Bidirecti
     return BidirectionalLM(BiLM(config.model), vocab, config.softmax)
 
 
-def pretrain(config: PretrainConfig, resume: bool = False, lm: Optional[BidirectionalLM] = None, log: Callable[[str], None] = print) -> dict:
+def pretrain(
+    config: PretrainConfig,
+    resume: bool = False,
+    lm: BidirectionalLM | None = None,
+    log: Callable[[str], None] = print,
+) -> dict:
     """Train (or, with ``lm`` given, fine-tune) a biLM as configured; returns the summary."""
     if not config.data.train:
         raise ValueError("data.train is empty: give the training text files (one tokenised sentence per line)")
@@ -294,7 +316,9 @@ def pretrain(config: PretrainConfig, resume: bool = False, lm: Optional[Bidirect
     if runtime.main:
         output_dir.mkdir(parents=True, exist_ok=True)
         if not resume and checkpoint.exists():
-            raise FileExistsError(f"{checkpoint} exists: pass --resume to continue that run, or choose another training.output_dir")
+            raise FileExistsError(
+                f"{checkpoint} exists: pass --resume to continue that run, or choose another training.output_dir"
+            )
         config.save(output_dir / "pretrain_config.json")
     if lm is None:
         lm = build_language_model(config, prepare_vocab(config, runtime, output_dir))

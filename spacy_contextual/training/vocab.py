@@ -8,15 +8,15 @@ adaptive softmax can put the frequent words in its head cluster.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence, Union
 
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
+from ..types import PathLike
 from .corpus import iter_sentences
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
-PathLike = Union[str, Path]
 
 
 class Vocabulary:
@@ -40,12 +40,14 @@ class Vocabulary:
         return [self.bos, *(self.index.get(w, self.unk) for w in sentence), self.eos]
 
     @classmethod
-    def from_counts(cls, counts: Counter, min_count: int = 3) -> "Vocabulary":
-        kept = sorted((w for w, c in counts.items() if c >= min_count and w not in SPECIALS), key=lambda w: (-counts[w], w))
+    def from_counts(cls, counts: Counter, min_count: int = 3) -> Vocabulary:
+        kept = sorted(
+            (w for w, c in counts.items() if c >= min_count and w not in SPECIALS), key=lambda w: (-counts[w], w)
+        )
         return cls([*SPECIALS, *kept])
 
     @classmethod
-    def build(cls, paths: Iterable[PathLike], min_count: int = 3) -> "Vocabulary":
+    def build(cls, paths: Iterable[PathLike], min_count: int = 3) -> Vocabulary:
         counts: Counter = Counter()
         for path in paths:
             for sentence in iter_sentences(path):
@@ -58,5 +60,5 @@ class Vocabulary:
         Path(path).write_text("\n".join(self.words) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, path: PathLike) -> "Vocabulary":
+    def load(cls, path: PathLike) -> Vocabulary:
         return cls(Path(path).read_text(encoding="utf-8").rstrip("\n").split("\n"))
