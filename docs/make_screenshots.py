@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
-from spacy_contextual.dashboard.serve import headless_chromium, served_app
 from spacy_contextual.dashboard.settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the browser harness the tests use (not part of the package)
+from browser import headless_chromium, served_app  # noqa: E402
+
 DOCS = ROOT / "docs"
 # (url path, file name, button to press or None, CSS selector of what must be drawn)
 PAGES = [

@@ -1,17 +1,13 @@
-"""Shared fixtures: paths into ../shared, tiny random models built in code, the --slow option."""
+"""Shared fixtures (the AllenNLP tiny anchor, a tiny model directory) and the --slow option; the
+helpers behind them are in util.py."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-FIXTURES = SHARED / "elmo_fixtures"
-DATA = SHARED / "data"
+from util import FIXTURES, tiny_bilm
 
 
 def pytest_addoption(parser):
@@ -33,27 +29,6 @@ def tiny_anchor():
     root = FIXTURES / "tiny_anchor"
     meta = json.loads((root / "meta.json").read_text())
     return root, meta, np.load(root / "reference.npz")
-
-
-def tiny_config(**overrides):
-    from spacy_contextual.models.bilm import BiLMConfig
-
-    settings = dict(
-        char_embedding_dim=4, filters=[[1, 4], [2, 8], [3, 16]], n_highway=1, lstm_dim=32, projection_dim=16, n_layers=2
-    )
-    settings.update(overrides)
-    return BiLMConfig(**settings)
-
-
-def tiny_bilm(seed: int = 0, **overrides):
-    from spacy_contextual.models.bilm import BiLM
-
-    torch.manual_seed(seed)
-    bilm = BiLM(tiny_config(**overrides))
-    with torch.no_grad():  # large enough that clipping engages, small enough to stay non-chaotic
-        for lstm in [*bilm.forward_layers, *bilm.backward_layers]:
-            lstm.state_linearity.bias.uniform_(-0.5, 0.5)
-    return bilm.eval()
 
 
 @pytest.fixture

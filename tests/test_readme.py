@@ -1,11 +1,12 @@
-"""The README's quick-start snippet runs as written (it cannot rot)."""
+"""The README's install, test and quick-start blocks are the ones CI runs, and the quick start
+prints what its comments say (it cannot rot)."""
 
 import re
+import shlex
 from pathlib import Path
 
-import pytest
-
 README = Path(__file__).resolve().parents[1] / "README.md"
+CI = Path(__file__).resolve().parents[1] / ".ci" / "run"
 
 
 def readme_block(marker: str) -> str:
@@ -15,18 +16,26 @@ def readme_block(marker: str) -> str:
     return match.group(1)
 
 
-def test_install_and_test_commands_are_the_ci_ones():
-    assert readme_block("install").strip().startswith("pip install torch==2.13.0 &&")
-    assert "pytest" in readme_block("test")
+def test_install_command_puts_the_cpu_torch_first_then_the_package_with_its_extras():
+    commands = [shlex.split(part) for part in readme_block("install").strip().split("&&")]
+    assert commands[0] == ["pip", "install", "torch==2.13.0"]  # the CPU build on disk, before anything can pull CUDA
+    assert commands[1][:3] == ["pip", "install", "-e"] and commands[1][3] == ".[app,dev]"
+    assert len(commands) == 2
 
 
-def test_quickstart_snippet_runs(capsys):
-    from spacy_contextual.embedders.elmo import DEFAULT_MODEL_DIR
+def test_ci_runs_the_readme_blocks_and_lint():
+    ci = CI.read_text(encoding="utf-8")
+    assert "readme_block install" in ci and "readme_block test" in ci
+    assert "ruff check . && ruff format --check ." in ci
+    assert shlex.split(readme_block("test").strip())[:3] == ["python", "-m", "pytest"]
 
-    if not (DEFAULT_MODEL_DIR / "config.json").is_file():
-        pytest.fail("the bundled ELMo model is missing from spacy_contextual/assets/elmo")
-    exec(compile(readme_block("quickstart"), "README.md", "exec"), {})
+
+def test_quickstart_snippet_prints_what_its_comments_say(capsys):
+    snippet = readme_block("quickstart")
+    exec(compile(snippet, "README.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("ContextualData(") and lines[1].startswith("(3, 9, ")
+    commented = re.findall(r"^print\(.*?\)\s+# (.*)$", snippet, re.M)
+    assert lines[0] == commented[0]  # the ContextualData repr, exactly
+    assert lines[1].startswith(commented[1].split(":")[0])  # "(3, 9, 256)"
     same_sense, other_sense = float(lines[2]), float(lines[3])
     assert same_sense > other_sense

@@ -11,7 +11,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..pipeline.layer_mix import layer_weights
+from ..layers.layer_mix import layer_weights
 from .occurrences import InputError
 
 MIX_COLUMNS = ["component", "source", "layer", "s", "weight", "gamma"]

@@ -1,13 +1,13 @@
 """The contextual vectors of a word's occurrences: every layer, then one layer or the mix.
 
 ``embed`` is any encoder callable ``list of token lists -> list of arrays (n_layers, n_tokens, dim)``
-(``ElmoEmbedder.embed_sentences``, ``CoveEmbedder.embed_sentences``). The mix is the untrained
+(the ``embed_sentences`` of any ``embedders.Embedder``, ELMo or CoVe). The mix is the untrained
 scalar mix, s = 0 and γ = 1: ELMo = Σ_j (1/L) · h_j, the mean of the layers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,14 +25,6 @@ def occurrence_layers(embed: Embed, records: list[dict], occurrences: pd.DataFra
     return np.stack(
         [by_record[r][:, p] for r, p in zip(occurrences["record"], occurrences["position"], strict=True)]
     ).astype(np.float32)
-
-
-def stack_layer_blocks(array: np.ndarray, blocks: Iterable[slice]) -> np.ndarray:
-    """(n, D) with the layers side by side (CoVe's [GloVe | CoVe-1 | CoVe-2]) → (n_layers, n, width),
-    a narrower block zero-padded on the right (cosine similarities and projections are unchanged)."""
-    parts = [array[:, block] for block in blocks]
-    width = max(part.shape[1] for part in parts)
-    return np.stack([np.pad(part, ((0, 0), (0, width - part.shape[1]))) for part in parts])
 
 
 def layer_options(n_layers: int) -> list[Layer]:

@@ -5,8 +5,8 @@
 categories ``cats = {label: 1.0, other: 0.0}``, written to ``OUT_DIR/<split>.spacy``.
 
 ``convert-text``: the tokens of a ``.spacy`` corpus as biLM training text (one tokenised sentence per
-line), so ``finetune-elmo`` can adapt a biLM to a task's own text (design document 002, "domain
-transfer") before the task is trained on it.
+line), so ``finetune-elmo`` can adapt a biLM to a task's own text (domain transfer) before the task
+is trained on it.
 """
 
 from __future__ import annotations

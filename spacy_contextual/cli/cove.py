@@ -110,10 +110,10 @@ def bleu_command(
     ),
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
-    from ..embedders.cove import default_model_path
+    from ..formats.bundled import resolve_model_dir
     from ..training.mt import evaluate_bleu
 
-    path = default_model_path() if model == "default" else Path(model)
+    path = resolve_model_dir("cove", model)
     typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha, replace_unk).to_dict(), indent=1))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -55,12 +54,12 @@ def finetune_command(
     resume: bool = typer.Option(False, "--resume"),
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
-    from ..embedders.elmo import default_model_path
+    from ..formats.bundled import is_default, resolve_model_dir
     from ..training.config import PretrainConfig, parse_overrides
     from ..training.finetune import finetune
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
-    source = default_model_path() if model == "default" else Path(model)
+    source = resolve_model_dir("elmo") if is_default(model) else Path(model)
     result = finetune(source, config, options_file=options_file, heldout=heldout, resume=resume, log=typer.echo)
     if result["before"]:
         _print_perplexity("held-out perplexity before", result["before"])
@@ -93,13 +92,14 @@ def evaluate_command(
     max_sentences: int | None = typer.Option(None, "--max-sentences", min=1),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the scores here"),
 ) -> None:
-    """Perplexity (forward, backward, average) by the DESIGN.md §5 protocol."""
-    from ..embedders.elmo import default_model_path
+    """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
+    outside the model's vocabulary counted as <UNK>."""
+    from ..formats.bundled import is_default, resolve_model_dir
     from ..training.evaluate import load_language_model, perplexity
-    from ..training.export import resolve_model_dir
+    from ..training.export import find_trained_model
     from ..training.finetune import has_softmax
 
-    source = default_model_path() if model_dir == "default" else resolve_model_dir(model_dir)
+    source = resolve_model_dir("elmo") if is_default(model_dir) else find_trained_model(model_dir)
     if not has_softmax(source):
         raise typer.BadParameter(
             f"{source} has no LM softmax (an encoder-only or bilm-tf model); perplexity needs one: fine-tune it "
@@ -122,7 +122,10 @@ def sense_probe_command(
 ) -> None:
     """The ELMo paper's WSD probe: per word, 5-fold CV nearest sense centroid per layer vs. MFS."""
     from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
+    from ..embedders import load_encoder
 
+    if encoder not in ("elmo", "cove"):
+        raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")
     embedder = load_encoder(encoder, model)
     results = []
     for path in files:
@@ -131,18 +134,3 @@ def sense_probe_command(
     if json_out:
         json_out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         typer.echo(f"wrote {json_out}")
-
-
-def load_encoder(encoder: str, model: str | None):
-    """An object with ``embed_sentences(list of token lists) -> list of (layers, n, dim)`` arrays."""
-    if encoder == "elmo":
-        from ..embedders.elmo import ElmoEmbedder
-
-        return ElmoEmbedder.load(model)
-    if encoder == "cove":
-        if importlib.util.find_spec("spacy_contextual.embedders.cove") is None:
-            raise typer.BadParameter("the CoVe encoder is not available yet in this installation; use --encoder elmo")
-        from ..embedders.cove import CoveEmbedder
-
-        return CoveEmbedder.load(model)
-    raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ..analysis.attention import attention_figure
-from .common import ModelUnavailable, default_model, load_encoder
+from ..models.text import tokenize
+from .common import ModelUnavailable, cached_encoder, default_model
 
 KEY = "attention"
 MAX_SOURCE_CHARS = 400
@@ -16,7 +17,7 @@ DEFAULT_SENTENCE = "A man in a blue shirt is playing the guitar on the street."
 
 @st.cache_data(max_entries=64, show_spinner="Translating…")
 def cached_translation(model: str, sentence: str, beam: int, max_length: int):
-    return load_encoder("cove", model).translate([sentence], beam=beam, max_length=max_length)[0]
+    return cached_encoder("cove", model).translate([sentence], beam=beam, max_length=max_length)[0]
 
 
 def render() -> None:
@@ -45,7 +46,6 @@ def render() -> None:
             "at a time."
         )
         return
-    from ..training.mt_data import tokenize
 
     n_tokens = len(tokenize(sentence))
     if n_tokens > MAX_SOURCE_TOKENS:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from .common import bundled_model_dir, cove_available, default_model
+from ..formats.bundled import resolve_model_dir
+from .common import default_model
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV
 
 PAGES = [
@@ -21,14 +22,14 @@ PAGES = [
 
 
 def model_status() -> pd.DataFrame:
+    """Which model directory each encoder's pages start with, and whether it is there."""
     rows = []
     for kind, env in (("elmo", ELMO_MODEL_ENV), ("cove", COVE_MODEL_ENV)):
         model = default_model(kind)
-        found = (bundled_model_dir(kind) / "config.json").is_file() if model == "default" else True
-        where = str(bundled_model_dir(kind)) if model == "default" else model
-        note = "found" if found else f"not installed: give a model directory on the pages or set {env}"
-        if kind == "cove" and not cove_available():
-            note = "CoVe code not installed"
+        try:
+            where, note = str(resolve_model_dir(kind, model)), "found"
+        except FileNotFoundError as error:
+            where, note = model, f"{error}; or set {env}"
         rows.append({"encoder": kind, "model": where, "status": note})
     return pd.DataFrame(rows)
 

@@ -3,13 +3,13 @@ sense-labelled corpus, next to the most-frequent-sense baseline."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 
 import streamlit as st
 
 from ..analysis.probe_plot import probe_figure, probe_frame
-from .common import encoder_or_stop, encoder_picker, layered_embed
+from ..analysis.sense_probe import sense_probe
+from .common import cached_encoder, encoder_or_stop, encoder_picker
 from .corpus_picker import DEMO, JSONL, UPLOAD, corpus_picker
 
 KEY = "probe"
@@ -18,9 +18,7 @@ DEFAULT_MAX_INSTANCES = 400
 
 @st.cache_data(max_entries=16, show_spinner="Embedding the instances and running the probe…")
 def cached_probe(kind: str, model: str, corpus_digest: str, max_instances: int, _records) -> list[dict]:
-    from ..analysis.sense_probe import sense_probe
-
-    return sense_probe(_records, layered_embed(kind, model))
+    return sense_probe(_records, cached_encoder(kind, model).embed_sentences)
 
 
 def labelled_instances(records: list[dict], max_instances: int) -> list[dict]:
@@ -42,9 +40,6 @@ def render() -> None:
         "Which layer knows the sense? Each instance's vector at layer j is labelled with the sense whose "
         "centroid (over the training folds) is nearest (1-NN, 5-fold cross-validation, the ELMo paper's WSD method)."
     )
-    if importlib.util.find_spec("spacy_contextual.analysis.sense_probe") is None:
-        st.error("The sense probe is not part of this installation (spacy_contextual.analysis.sense_probe is missing).")
-        return
     kind, model = encoder_picker(KEY)
     records, digest, _ = corpus_picker(KEY, sources=(DEMO, JSONL, UPLOAD))
     with st.sidebar:

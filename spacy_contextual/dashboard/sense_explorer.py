@@ -16,7 +16,7 @@ from ..analysis.projection import project
 from ..analysis.projector_export import projector_zip
 from ..analysis.sense_plots import point_frame, sense_scatter, silhouette_figure
 from ..analysis.vectors import MIX, layer_options, occurrence_layers, select_layer
-from .common import encoder_or_stop, encoder_picker, layered_embed
+from .common import cached_encoder, encoder_or_stop, encoder_picker
 from .corpus_picker import DEMO, corpus_picker
 
 KEY = "sense"
@@ -28,7 +28,7 @@ def embed_occurrences(
     kind: str, model: str, corpus_digest: str, word: str, max_occurrences: int, _records, _occurrences
 ) -> np.ndarray:
     """All layers of every occurrence; keyed by encoder, model, corpus and word (records are not hashed)."""
-    return occurrence_layers(layered_embed(kind, model), _records, _occurrences)
+    return occurrence_layers(cached_encoder(kind, model).embed_sentences, _records, _occurrences)
 
 
 @st.cache_data(max_entries=32, show_spinner="Clustering…")

@@ -1,1 +1,27 @@
-"""Encoder APIs: tokenised sentences in, per-layer numpy arrays out."""
+"""Encoder APIs: tokenised sentences in, one float32 array (n_layers, n_tokens, width) per sentence
+out, ELMo and CoVe alike (``embedder.Embedder``).
+
+    from spacy_contextual.embedders import load_encoder
+    elmo = load_encoder("elmo")                  # the bundled model; or a model directory
+    layers = elmo.embed_sentences([["The", "bank", "."]])[0]   # (3, 3, 256)
+"""
+
+from __future__ import annotations
+
+from ..formats.bundled import KINDS
+from ..types import PathLike
+from .cove import CoveEmbedder
+from .elmo import ElmoEmbedder
+from .embedder import Embedder
+
+EMBEDDERS = {"elmo": ElmoEmbedder, "cove": CoveEmbedder}
+
+
+def load_encoder(kind: str, name_or_path: PathLike | None = None, **kwargs) -> Embedder:
+    """The ELMo or CoVe embedder for a model directory; None or "default" = the bundled model."""
+    if kind not in EMBEDDERS:
+        raise ValueError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
+    return EMBEDDERS[kind].load(name_or_path, **kwargs)
+
+
+__all__ = ["CoveEmbedder", "ElmoEmbedder", "Embedder", "load_encoder"]

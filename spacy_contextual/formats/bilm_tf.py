@@ -1,6 +1,6 @@
 """Read and write the bilm-tf / AllenNLP ELMo files: ``options.json`` + ``weights.hdf5``.
 
-Layout (specs/elmo_format.md §2): TF layouts (``x @ W``); ``char_embed`` has no padding row; LSTM
+Layout, as bilm-tf writes it: TF layouts (``x @ W``); ``char_embed`` has no padding row; LSTM
 ``W_0`` rows are [layer input; previous projected h] and its columns are the gates i, j, f, o; the
 +1.0 forget bias is not stored. ``CNN_proj`` exists only if n_filters != P, ``CNN_high_k`` only if
 n_highway > 0, ``W_P_0`` only if P < dim. Softmax weights are not part of the format.

@@ -4,10 +4,10 @@ kind "cove-mt": the whole translation model (``Translator``): config.json holds 
 ``Seq2SeqConfig``, vocab.txt the English source vocabulary (row i of ``source_vectors``),
 target_vocab.txt the German vocabulary. The dashboard's attention page needs this one.
 
-kind "cove-encoder": the truncated model (design document 000, step 5): the MT-LSTM under the
+kind "cove-encoder": the truncated model (decoder dropped, as CoVe is used downstream): the MT-LSTM under the
 published ``nn.LSTM`` key names (prefix ``encoder.``), the source vocabulary and its GloVe rows
 (``source_vectors``). A "cove-mt" directory contains everything an encoder needs, so
-``load_encoder`` reads either kind.
+``load_cove_layers`` reads either kind.
 
 Storage precision: "float32", "float16", or "int8" (every matrix stored as int8 with one float32
 scale per row, w = q * absmax_row / 127, in ``<name>.int8_scale``; vectors stay float16). Loading
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from ..models.seq2seq import Seq2SeqConfig, Translator
 from ..types import PathLike
@@ -123,13 +124,13 @@ def model_kind(path: PathLike) -> str:
     return json.loads(config_path.read_text(encoding="utf-8")).get("kind", "")
 
 
-def load_encoder(path: PathLike) -> tuple[MTLSTM, torch.Tensor, list[str]]:
-    """(MT-LSTM in eval mode, source vectors (V, 300) float32, vocabulary) from either kind of directory."""
+def load_cove_layers(path: PathLike) -> CoveLayers:
+    """The encoder of either kind of directory as ``CoveLayers`` (GloVe + MT-LSTM), in eval mode."""
     if model_kind(path) == MT_KIND:
         model, vocab, _ = load_translator(path)
-        return model.encoder.eval(), model.source_vectors, vocab
+        return CoveLayers(model.encoder, model.source_vectors, vocab).eval()
     config = read_model_config(path, ENCODER_KIND)
     tensors = _load_weights(path)
     encoder = MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"])
     encoder.load_published_state_dict({k[len("encoder.") :]: v for k, v in tensors.items() if k.startswith("encoder.")})
-    return encoder.eval(), tensors["source_vectors"], load_vocab(path)
+    return CoveLayers(encoder, tensors["source_vectors"], load_vocab(path)).eval()

@@ -1,18 +1,24 @@
-"""The published CoVe encoder ``wmtlstm-*.pth`` (specs/cove.md section 3), from a local path.
+"""The published CoVe encoder ``wmtlstm-*.pth`` (salesforce/cove), from a local path, over GloVe.
 
 A plain ``nn.LSTM(300, 300, num_layers=2, bidirectional=True)`` state dict: 16 tensors, no key
 prefix. Loaded with ``torch.load(weights_only=True)`` (no arbitrary unpickling); every key and shape
-is checked and a mismatch names the key, the expected and the found shape.
+is checked and a mismatch names the key, the expected and the found shape. The file holds only the
+MT-LSTM; its input vectors come from the user's GloVe text file (glove.840B.300d, looked up
+lowercased: the first, most frequent, row of each lowercased form wins).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
+from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
+from ..models.text import SPECIALS
 from ..types import PathLike
+from .vectors import load_vectors
 
 INPUT_DIM, HIDDEN_DIM, NUM_LAYERS = 300, 300, 2
 
@@ -76,3 +82,16 @@ def load_cove_pth(path: PathLike) -> MTLSTM:
     encoder = MTLSTM(INPUT_DIM, HIDDEN_DIM, NUM_LAYERS)
     encoder.load_published_state_dict({k: v.float() for k, v in state.items()})
     return encoder.eval()
+
+
+def load_published_cove(pth_path: PathLike, glove_path: PathLike, vocab: Sequence[str] | None = None) -> CoveLayers:
+    """The published MT-LSTM over GloVe rows; ``vocab`` keeps only the rows of those words."""
+    encoder = load_cove_pth(pth_path)
+    wanted = None if vocab is None else [w.lower() for w in vocab]
+    static = load_vectors(glove_path, vocab=wanted, lowercase_lookup=True)
+    if static.dim != encoder.input_dim:
+        raise ValueError(f"{glove_path} has {static.dim}-d vectors; the CoVe encoder needs {encoder.input_dim}-d GloVe")
+    words = [w for w in static.words if w not in SPECIALS]
+    rows = torch.from_numpy(static.vectors[[static.index()[w] for w in words]])
+    table = torch.cat([torch.zeros(len(SPECIALS), static.dim), rows])
+    return CoveLayers(encoder, table, SPECIALS + words)

@@ -24,15 +24,9 @@ import torch
 from torch import nn
 
 from .char_cnn import CharCNN
-from .chars import (
-    BOS_IDS,
-    EOS_IDS,
-    MAX_CHARACTERS_PER_TOKEN,
-    N_CHARACTERS,
-    add_sentence_boundaries,
-    batch_to_ids,
-)
+from .chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS, add_sentence_boundaries
 from .lstm import ProjectedLSTM, State
+from .token_cache import TokenVectorCache
 
 
 @dataclass
@@ -83,7 +77,11 @@ class BiLMConfig:
                 use_skip_connections=bool(lstm.get("use_skip_connections", False)),
             )
         except KeyError as err:
-            raise ValueError(f"options.json is missing the key {err.args[0]!r} (see specs/elmo_format.md §1)") from None
+            raise ValueError(
+                f"options.json is missing the key {err.args[0]!r}; a bilm-tf options.json has char_cnn "
+                "(embedding.dim, filters, n_highway, activation) and lstm (dim, projection_dim, n_layers, "
+                "cell_clip, proj_clip, use_skip_connections)"
+            ) from None
         max_chars = cnn.get("max_characters_per_token", MAX_CHARACTERS_PER_TOKEN)
         if max_chars != MAX_CHARACTERS_PER_TOKEN:
             raise ValueError(f"char_cnn.max_characters_per_token must be 50 (the ELMo char ids), got {max_chars}")
@@ -144,7 +142,6 @@ class BiLM(nn.Module):
         self.forward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
         self.backward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
         self._states: tuple[torch.Tensor, torch.Tensor] | None = None  # h (L, rows, 2P), c (L, rows, 2D)
-        self._vocabulary_cache: torch.Tensor | None = None
 
     @property
     def num_layers(self) -> int:
@@ -154,62 +151,21 @@ class BiLM(nn.Module):
     def output_dim(self) -> int:
         return self.config.output_dim
 
-    # -- token representation -------------------------------------------------------------------
-
-    def embed_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """Char-CNN vectors of ``(..., 50)`` ids, computed once per distinct token; zero at padding."""
-        flat = char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)
-        valid = (flat > 0).any(-1)
-        out = flat.new_zeros(flat.shape[0], self.config.projection_dim, dtype=self._dtype())
-        if valid.any():
-            types, inverse = torch.unique(flat[valid], dim=0, return_inverse=True)
-            out = out.index_put((valid.nonzero().squeeze(1),), self.token_encoder(types)[inverse])
-        return out.reshape(*char_ids.shape[:-1], self.config.projection_dim)
-
-    def create_vocabulary_cache(self, vocabulary: list[str], chunk_size: int = 1024) -> None:
-        """Precompute the token vectors of ``vocabulary`` (AllenNLP's ``vocab_to_cache``).
-
-        ``vocabulary[0]`` is the padding entry: its row is zero. ``forward(..., word_ids=...)`` then
-        looks token vectors up instead of running the char CNN.
-        """
-        ids = batch_to_ids([[word] for word in vocabulary])[:, 0].to(self._device())
-        with torch.no_grad():
-            table = torch.cat([self.token_encoder(chunk) for chunk in ids.split(chunk_size)])
-        table[0] = 0
-        self._vocabulary_cache = table
-
-    def _dtype(self) -> torch.dtype:
-        return self.token_encoder.char_embedding.weight.dtype
-
-    def _device(self) -> torch.device:
-        return self.token_encoder.char_embedding.weight.device
-
-    def _boundary_vectors(self) -> torch.Tensor:
-        ids = torch.tensor([BOS_IDS, EOS_IDS], device=self._device())
-        return self.token_encoder(ids)
-
     # -- forward --------------------------------------------------------------------------------
 
-    def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> BiLMOutput:
-        """``char_ids`` (B, T, 50) without boundaries (``batch_to_ids``). With ``word_ids`` (B, T)
-        and a vocabulary cache, token vectors are looked up instead of computed."""
-        if word_ids is not None and self._vocabulary_cache is not None:
-            tokens, mask = self._cached_tokens_with_boundaries(word_ids)
-        else:
-            ids, mask = add_sentence_boundaries(char_ids)
-            tokens = self.embed_tokens(ids)
-        return self.encode(tokens, mask)
+    def forward(self, char_ids: torch.Tensor) -> BiLMOutput:
+        """``char_ids`` (B, T, 50) without boundaries (``batch_to_ids``; AllenNLP's ``_ElmoBiLm`` input):
+        the char CNN runs on every position."""
+        ids, mask = add_sentence_boundaries(char_ids)
+        return self.encode(self.token_encoder(ids), mask)
 
-    def _cached_tokens_with_boundaries(self, word_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        batch, steps = word_ids.shape
-        lengths = (word_ids > 0).sum(-1)
-        bos, eos = self._boundary_vectors()
-        tokens = self._vocabulary_cache.new_zeros(batch, steps + 2, self.config.projection_dim)
-        tokens[:, 1 : steps + 1] = self._vocabulary_cache[word_ids]
-        tokens[:, 0] = bos
-        tokens[torch.arange(batch), lengths + 1] = eos
-        mask = torch.arange(steps + 2, device=word_ids.device)[None, :] < (lengths + 2)[:, None]
-        return tokens, mask
+    def encode_sentences(
+        self, sentences: Sequence[Sequence[str]], token_cache: TokenVectorCache | None = None
+    ) -> BiLMOutput:
+        """The biLM over tokenised sentences (boundaries added); the char CNN runs once per distinct
+        word, through ``token_cache`` when given (kept across calls while no gradient flows)."""
+        cache = TokenVectorCache(0) if token_cache is None else token_cache
+        return self.encode(*cache.token_vectors(self.token_encoder, sentences))
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> BiLMOutput:
         """Run the LSTM stacks over token vectors ``(B, T+2, P)`` (boundaries included)."""

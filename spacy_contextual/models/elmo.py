@@ -45,8 +45,8 @@ class Elmo(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.keep_sentence_boundaries = keep_sentence_boundaries
 
-    def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> dict:
-        activations, mask = self.bilm(char_ids, word_ids)
+    def forward(self, char_ids: torch.Tensor) -> dict:
+        activations, mask = self.bilm(char_ids)
         representations = []
         for mix in self.scalar_mixes:
             mixed = mix(activations, mask)

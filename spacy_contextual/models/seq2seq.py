@@ -5,7 +5,7 @@ Decoder step t (2-layer LSTM with input feeding, Luong et al. 2015):
     h_t     = LSTM([z_{t-1} ; h~_{t-1}], h_{t-1})
     alpha_t = softmax(H (W1 h_t + b1))            over the unpadded source positions
     c_t     = H^T alpha_t
-    h~_t    = [tanh(W2 c_t + b2) ; h_t]            attention_form = "seed"  (the design document)
+    h~_t    = [tanh(W2 c_t + b2) ; h_t]            attention_form = "seed"  (context and state side by side)
     h~_t    = tanh(W2 [c_t ; h_t] + b2)            attention_form = "paper" (McCann et al., OpenNMT)
     p(y_t)  = softmax(W_out h~_t + b_out)
 
@@ -18,7 +18,6 @@ states through a linear bridge per layer (the paper's decoder is 600 wide and co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -271,40 +270,6 @@ class Translator(nn.Module):
             live_scores = torch.tensor(next_scores, device=source.device)
             previous = torch.tensor(next_ids, device=source.device)
         return max(finished, key=lambda pair: pair[0])[1]
-
-
-def translate_all(
-    model: Translator,
-    sources: Sequence[Sequence[int]],
-    beam: int = 1,
-    alpha: float = 0.6,
-    max_length: int = 100,
-    batch_size: int = 64,
-) -> list[Translation | None]:
-    """Source id lists -> translations in input order (None for an empty source).
-
-    Sorted by length; beam = 1 decodes greedily in batches, beam > 1 one sentence at a time."""
-    if beam < 1:
-        raise ValueError(f"beam must be >= 1, got {beam}")
-    model.eval()
-    device = model.source_vectors.device
-    out: list[Translation | None] = [None] * len(sources)
-    order = sorted((i for i in range(len(sources)) if len(sources[i]) > 0), key=lambda i: len(sources[i]))
-    step = batch_size if beam == 1 else 1
-    for start in range(0, len(order), step):
-        chunk = order[start : start + step]
-        lengths = torch.tensor([len(sources[i]) for i in chunk])
-        ids = torch.full((len(chunk), int(lengths.max())), model.config.pad_id, dtype=torch.long)
-        for row, index in enumerate(chunk):
-            ids[row, : len(sources[index])] = torch.tensor(list(sources[index]), dtype=torch.long)
-        ids = ids.to(device)
-        if beam == 1:
-            results = model.greedy(ids, lengths, max_length)
-        else:
-            results = [model.beam_search(ids, int(lengths[0]), beam, alpha, max_length)]
-        for index, result in zip(chunk, results, strict=True):
-            out[index] = result
-    return out
 
 
 def length_penalty(length: int, alpha: float) -> float:

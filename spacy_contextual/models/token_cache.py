@@ -1,10 +1,13 @@
-"""An LRU cache of char-CNN token vectors keyed by word (``ElmoEmbedder`` and the ``elmo`` component).
+"""The char-CNN token vectors x_k of tokenised sentences, the CNN run once per distinct word: the one
+place that does so (``ElmoEmbedder``, the ``elmo`` component and biLM training all come here).
 
-Gives ``BiLM.forward``'s token step, (B, T+2, P) with <S>/</S>, zero at padding, in the parameter
-dtype, plus the mask, running the CNN only on words not cached yet. Used only while no gradient can
-reach the CNN (no_grad, or its parameters frozen); otherwise computed per batch, nothing stored.
-Owners ``clear()`` it when they change the weights; it also clears itself when the CNN's parameter
-tensors, device, dtype, in-place version or the autocast setting change.
+``token_vectors`` gives ``BiLM.encode``'s input, (B, T+2, P) with <S>/</S> around every sentence
+(or (B, T, P) as given, ``boundaries=False``), zero at padding, plus the mask. Within a batch each
+distinct word goes through the CNN once. Across batches, an LRU cache of ``max_size`` words keeps
+their vectors while no gradient can reach the CNN (no_grad, or its parameters frozen); while
+gradients flow, nothing is stored. Owners ``clear()`` it when they change the weights; it also
+clears itself when the CNN's parameter tensors, device, dtype, in-place version or the autocast
+setting change. ``max_size = 0``: no cache, only the per-batch sharing.
 """
 
 from __future__ import annotations
@@ -40,23 +43,25 @@ class TokenVectorCache:
         return not torch.is_grad_enabled() or not any(p.requires_grad for p in token_encoder.parameters())
 
     def token_vectors(
-        self, token_encoder: nn.Module, sentences: Sequence[Sequence[str]]
+        self, token_encoder: nn.Module, sentences: Sequence[Sequence[str]], boundaries: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Token vectors with boundaries (B, T+2, P) of ``sentences`` and their mask (B, T+2)."""
+        """Token vectors (B, T+2, P) of ``sentences`` with <S>/</S> added (or (B, T, P) as given) and the mask."""
         parameter = next(token_encoder.parameters())
         device, dtype = parameter.device, parameter.dtype
         vocabulary = list(dict.fromkeys(word for sentence in sentences for word in sentence))
-        vocabulary += [w for w in (BOS_TOKEN, EOS_TOKEN) if w not in vocabulary]
+        if boundaries:
+            vocabulary += [w for w in (BOS_TOKEN, EOS_TOKEN) if w not in vocabulary]
         if self.applies(token_encoder) and self.max_size > 0:
             table = self._lookup(token_encoder, vocabulary, dtype)
         else:
             table = token_encoder(batch_to_ids([vocabulary])[0].to(device)).to(dtype)
         table = torch.cat([table.new_zeros(1, table.shape[1]), table])  # row 0: padding
         row_of = {word: row for row, word in enumerate(vocabulary, 1)}
-        steps = max(len(s) for s in sentences) + 2
-        index = torch.zeros(len(sentences), steps, dtype=torch.long)
+        extra = 2 if boundaries else 0
+        index = torch.zeros(len(sentences), max(len(s) for s in sentences) + extra, dtype=torch.long)
         for row, sentence in enumerate(sentences):
-            index[row, : len(sentence) + 2] = torch.tensor([row_of[w] for w in (BOS_TOKEN, *sentence, EOS_TOKEN)])
+            words = (BOS_TOKEN, *sentence, EOS_TOKEN) if boundaries else sentence
+            index[row, : len(words)] = torch.tensor([row_of[w] for w in words], dtype=torch.long)
         index = index.to(device)
         return table[index], index > 0
 

@@ -1,13 +1,14 @@
 """The shared upstream component behind ``elmo`` and ``cove`` (spaCy's Tok2Vec / spacy-transformers'
 Transformer pattern).
 
-``predict`` runs the encoder layer (``contextual_encoder.py``); ``set_annotations`` stores the
+``predict`` runs the encoder layer (``layers/encoder.py``); ``set_annotations`` stores the
 layers on ``doc._.<kind>_data`` ("all" layers, the "mixed" vector, or "none"), optionally the mixed
 vector in ``doc.tensor``, and installs the vector hooks. ``update`` runs the encoder once and hands
-the outputs to every listening component; with ``frozen = true`` (default) the encoder runs in eval
-mode under no_grad and never changes, with ``frozen = false`` the listeners' gradients are summed
-and fine-tune it, at the optimizer's learning rate times ``learn_rate_scale`` (a smaller step for
-the pretrained encoder than for the task layers, as ULMFiT's discriminative fine-tuning does).
+the outputs to every listening component. The component's ``frozen`` setting is the one place that
+decides whether the encoder learns: with ``frozen = true`` (default) ``update`` only predicts (eval
+mode, no_grad) and ``finish_update`` does nothing; with ``frozen = false`` the listeners' gradients
+are summed and fine-tune it, at the optimizer's learning rate times ``learn_rate_scale`` (a smaller
+step for the pretrained encoder than for the task layers, as ULMFiT's discriminative fine-tuning does).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 from thinc.types import Floats3d
 
-from .architectures import replace_listener_cfg
-from .contextual_encoder import get_shim, load_encoder
+from ..layers.architectures import replace_listener, replace_listener_cfg
+from ..layers.encoder import get_shim, load_weights
+from ..layers.listener import ContextualListener
+from ..layers.types import DocsToLayers
 from .doc_data import ContextualData, install_extensions
-from .listener import ContextualListener
 from .vector_hooks import layer_source, set_vector_hooks, tensor_source
 
 STORE_OPTIONS = ("all", "mixed", "none")
@@ -38,7 +40,7 @@ class ContextualPipe(TrainablePipe):
     def __init__(
         self,
         vocab: Vocab,
-        model: Model[list[Doc], list[Floats3d]],
+        model: DocsToLayers,
         name: str,
         *,
         frozen: bool = True,
@@ -68,8 +70,8 @@ class ContextualPipe(TrainablePipe):
             "vector_hooks": vector_hooks,
             "vector_layer": vector_layer,
         }
-        self.model.attrs["frozen"] = frozen
-        # nlp.replace_listeners: the private variant's config carries this component's setting
+        # nlp.replace_listeners: the copied encoder and the private variant's config are frozen as this component is
+        self.model.attrs["replace_listener"] = lambda encoder: replace_listener(encoder, frozen=self.frozen)
         self.model.attrs["replace_listener_cfg"] = lambda encoder_cfg, listener_cfg: replace_listener_cfg(
             encoder_cfg, listener_cfg, frozen=self.frozen
         )
@@ -163,13 +165,14 @@ class ContextualPipe(TrainablePipe):
         validate_examples(examples, "ContextualPipe.update")
         losses.setdefault(self.name, 0.0)
         docs = [eg.predicted for eg in examples]
-        outputs, backprop_encoder = self.model.begin_update(docs)
         batch_id = ContextualListener.get_batch_id(docs)
         listeners = self.listeners
         if self.frozen:
+            outputs = self.model.predict(docs)
             for listener in listeners:
                 listener.receive(batch_id, outputs, _no_backprop)
             return losses
+        outputs, backprop_encoder = self.model.begin_update(docs)
         d_outputs = [self.model.ops.alloc3f(*out.shape) for out in outputs]
 
         def accumulate_gradient(one_d_outputs: list[Floats3d]) -> list[Doc]:
@@ -210,7 +213,7 @@ class ContextualPipe(TrainablePipe):
         """Load the weights from ``loader`` (``[initialize.components.<name>.loader]``); without one,
         keep weights already there (a sourced component) or load the bundled default."""
         if loader is not None or not get_shim(self.model).loaded:
-            load_encoder(self.model, (loader or self.default_loader())())
+            load_weights(self.model, (loader or self.default_loader())())
         self.model.initialize()
         for listener in self.listeners:
             listener.set_upstream_dims(self.model)
@@ -221,19 +224,36 @@ class ContextualPipe(TrainablePipe):
                         self.find_listeners(later)
 
     def default_loader(self) -> Callable[[], object]:
+        """The bundled model's loader (``[initialize]`` names another)."""
         raise NotImplementedError
 
-    # -- serialization: the component setting wins over the value stored with the model ----------
 
-    def from_bytes(self, bytes_data, *, exclude=tuple()):
-        super().from_bytes(bytes_data, exclude=exclude)
-        self.model.attrs["frozen"] = self.frozen
-        return self
+def make_factory(pipe_class: type[ContextualPipe]) -> Callable[..., ContextualPipe]:
+    """The spaCy factory of an ``elmo``-like component (the settings are the same for every kind)."""
 
-    def from_disk(self, path, *, exclude=tuple()):
-        super().from_disk(path, exclude=exclude)
-        self.model.attrs["frozen"] = self.frozen
-        return self
+    def make(
+        nlp: Language,
+        name: str,
+        model: DocsToLayers,
+        frozen: bool,
+        learn_rate_scale: float,
+        store: str,
+        set_doc_tensor: bool,
+        vector_hooks: bool,
+        vector_layer: int | None,
+    ) -> ContextualPipe:
+        """``frozen``: the encoder never changes (listeners still learn their mixes); ``learn_rate_scale``:
+        with ``frozen = false``, the encoder's learning rate relative to the optimizer's; ``store``: "all"
+        layers, the "mixed" vector, or "none" on ``doc._.<kind>_data``; ``set_doc_tensor``: the mixed vector
+        in ``doc.tensor``; ``vector_hooks``: contextual token/span/doc vectors and similarity;
+        ``vector_layer``: the layer those use (null = mean of all layers)."""
+        return pipe_class(
+            nlp.vocab, model, name,
+            frozen=frozen, learn_rate_scale=learn_rate_scale, store=store, set_doc_tensor=set_doc_tensor,
+            vector_hooks=vector_hooks, vector_layer=vector_layer,
+        )  # fmt: skip
+
+    return make
 
 
 def _no_backprop(d_outputs: list[Floats3d]) -> list[Doc]:

@@ -15,12 +15,10 @@ Other weights: ``[initialize.components.cove.loader]`` with ``spacy-contextual.C
 from __future__ import annotations
 
 from spacy.language import Language
-from spacy.tokens import Doc
-from thinc.api import Config, Model
-from thinc.types import Floats3d
+from thinc.api import Config
 
-from .contextual_pipe import ContextualPipe
-from .cove_encoder import cove_model_dir_loader
+from ..layers.cove import cove_model_dir_loader
+from .contextual_pipe import ContextualPipe, make_factory
 
 DEFAULT_CONFIG_STR = """
 [cove]
@@ -48,27 +46,6 @@ class Cove(ContextualPipe):
         return cove_model_dir_loader(None)
 
 
-@Language.factory("cove", assigns=["doc._.cove_data"], default_config=DEFAULT_CONFIG["cove"])
-def make_cove(
-    nlp: Language,
-    name: str,
-    model: Model[list[Doc], list[Floats3d]],
-    frozen: bool,
-    learn_rate_scale: float,
-    store: str,
-    set_doc_tensor: bool,
-    vector_hooks: bool,
-    vector_layer: int | None,
-) -> Cove:
-    """Settings as for ``elmo``; ``vector_layer`` null = mean of the three (padded) layers."""
-    return Cove(
-        nlp.vocab,
-        model,
-        name,
-        frozen=frozen,
-        learn_rate_scale=learn_rate_scale,
-        store=store,
-        set_doc_tensor=set_doc_tensor,
-        vector_hooks=vector_hooks,
-        vector_layer=vector_layer,
-    )
+make_cove = Language.factory("cove", assigns=["doc._.cove_data"], default_config=DEFAULT_CONFIG["cove"])(
+    make_factory(Cove)
+)

@@ -16,12 +16,10 @@ Other weights: ``nlp.initialize()`` reads ``[initialize.components.elmo.loader]`
 from __future__ import annotations
 
 from spacy.language import Language
-from spacy.tokens import Doc
-from thinc.api import Config, Model
-from thinc.types import Floats3d
+from thinc.api import Config
 
-from .contextual_pipe import ContextualPipe
-from .elmo_encoder import elmo_model_dir_loader
+from ..layers.elmo import elmo_model_dir_loader
+from .contextual_pipe import ContextualPipe, make_factory
 
 DEFAULT_CONFIG_STR = """
 [elmo]
@@ -51,31 +49,6 @@ class Elmo(ContextualPipe):
         return elmo_model_dir_loader(None)
 
 
-@Language.factory("elmo", assigns=["doc._.elmo_data"], default_config=DEFAULT_CONFIG["elmo"])
-def make_elmo(
-    nlp: Language,
-    name: str,
-    model: Model[list[Doc], list[Floats3d]],
-    frozen: bool,
-    learn_rate_scale: float,
-    store: str,
-    set_doc_tensor: bool,
-    vector_hooks: bool,
-    vector_layer: int | None,
-) -> Elmo:
-    """``frozen``: the biLM never changes (listeners still learn their mixes); ``learn_rate_scale``:
-    with ``frozen = false``, the biLM's learning rate relative to the optimizer's; ``store``: "all" layers,
-    the "mixed" vector, or "none" on ``doc._.elmo_data``; ``set_doc_tensor``: the mixed vector in
-    ``doc.tensor``; ``vector_hooks``: contextual token/span/doc vectors and similarity;
-    ``vector_layer``: the layer those use (null = mean of all layers)."""
-    return Elmo(
-        nlp.vocab,
-        model,
-        name,
-        frozen=frozen,
-        learn_rate_scale=learn_rate_scale,
-        store=store,
-        set_doc_tensor=set_doc_tensor,
-        vector_hooks=vector_hooks,
-        vector_layer=vector_layer,
-    )
+make_elmo = Language.factory("elmo", assigns=["doc._.elmo_data"], default_config=DEFAULT_CONFIG["elmo"])(
+    make_factory(Elmo)
+)

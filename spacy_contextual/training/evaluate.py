@@ -1,4 +1,4 @@
-"""Held-out perplexity, DESIGN.md §5 protocol: vocabulary = the model's (training words with count
+"""Held-out perplexity, the protocol every reported perplexity follows: vocabulary = the model's (training words with count
 >= 3 + ``<S>``, ``</S>``, ``<UNK>``), OOV tokens count as ``<UNK>``, ``</S>`` is predicted by the
 forward LM (``<S>`` by the backward LM), every sentence starts from zero state.
 

@@ -15,7 +15,7 @@ from .evaluate import load_language_model
 from .finetune import has_softmax
 
 
-def resolve_model_dir(path: PathLike) -> Path:
+def find_trained_model(path: PathLike) -> Path:
     """A model directory, or the final model / latest checkpoint inside a training output directory."""
     path = Path(path)
     for candidate in (path, path / "model", path / "checkpoint" / "model"):
@@ -33,7 +33,7 @@ def export_model(
 ) -> list[Path]:
     """Write ``output_dir``: config.json + model.safetensors or its shards (+ vocab.txt with the softmax) and, with
     ``bilm_tf``, options.json + weights.hdf5 (always float32; bilm-tf has no softmax)."""
-    source = resolve_model_dir(model)
+    source = find_trained_model(model)
     out = Path(output_dir)
     if keep_softmax and has_softmax(source):
         lm, _ = load_language_model(source)

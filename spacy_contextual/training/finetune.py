@@ -1,4 +1,4 @@
-"""Domain fine-tuning (design document 002, "domain transfer"): continue training any loadable biLM
+"""Domain fine-tuning (the ELMo paper's "domain transfer": the biLM adapted to the task's text): continue training any loadable biLM
 (our model directory, or a bilm-tf ``weights.hdf5`` + ``options.json``) on new text, and report the
 held-out perplexity of that domain before and after.
 

@@ -164,9 +164,11 @@ def train_glove_files(
     batch_size: int = 16384,
     seed: int = 0,
 ) -> GloveResult:
-    """Tokenise (lowercased, ``mt_data.tokenize``) the corpus files, count, train, write GloVe text."""
+    """Tokenise the corpus files (lowercased, as CoVe's source: ``models/text.tokenize``), count, train,
+    write GloVe text."""
     from ..formats.vectors import write_glove
-    from .mt_data import read_lines, tokenize
+    from ..models.text import tokenize
+    from .mt_data import read_lines
 
     sentences = [tokenize(line) for path in corpus_files for line in read_lines(path)]
     vocab = build_glove_vocab(sentences, min_count)

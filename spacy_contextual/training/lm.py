@@ -1,4 +1,5 @@
-"""The biLM training objective (Peters et al. 2018, eq. 1 / design document 001).
+"""The biLM training objective (Peters et al. 2018, eq. 1: the sum of the forward and backward
+log likelihoods).
 
 For ``<S> t_1 .. t_N </S>`` and the biLM's top layer ``[fwd_k; bwd_k]`` at every position k:
 
@@ -26,7 +27,7 @@ from torch import nn
 
 from ..formats.bilm_dir import save_bilm
 from ..models.bilm import BiLM
-from ..models.chars import add_sentence_boundaries, batch_to_ids
+from ..models.token_cache import TokenVectorCache
 from .corpus import Windows
 from .sampled_softmax import SampledSoftmax
 from .vocab import Vocabulary
@@ -100,8 +101,8 @@ class BidirectionalLM(nn.Module):
 
     def _sentences_loss(self, sentences: Sequence[Sequence[str]]) -> LMLoss:
         device = self.bilm.token_encoder.char_embedding.weight.device
-        char_ids, mask = add_sentence_boundaries(batch_to_ids(sentences).to(device))
-        top = self.bilm.encode(self.bilm.embed_tokens(char_ids), mask).activations[-1]
+        activations, mask = self.bilm.encode_sentences(sentences)
+        top = activations[-1]
         P = self.bilm.config.projection_dim
         word_ids = torch.zeros(mask.shape, dtype=torch.long)
         for row, sentence in enumerate(sentences):
@@ -120,7 +121,8 @@ class BidirectionalLM(nn.Module):
         P = self.bilm.config.projection_dim
         streams = (windows.forward, windows.backward)
         inputs = [window[:-1] for stream in streams for window in stream]
-        tokens = self.bilm.embed_tokens(batch_to_ids(inputs).to(device)).split(len(windows.forward))
+        vectors, _ = TokenVectorCache(0).token_vectors(self.bilm.token_encoder, inputs, boundaries=False)
+        tokens = vectors.split(len(windows.forward))
         lengths = torch.full((len(windows.forward),), tokens[0].shape[1], device=device)
         nlls, finals = [], []
         layer_stacks = (self.bilm.forward_layers, self.bilm.backward_layers)

@@ -25,23 +25,14 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
+from ..embedders.cove import CoveEmbedder
 from ..formats.cove_dir import load_translator, save_translator
 from ..formats.vectors import load_vectors
-from ..models.seq2seq import Seq2SeqConfig, Translator, translate_all
+from ..models.cove_layers import CoveLayers
+from ..models.seq2seq import Seq2SeqConfig, Translator
+from ..models.text import SPECIALS, Vocab, detokenize, join_subwords, tokenize
 from ..types import PathLike
-from .mt_data import (
-    SPECIALS,
-    Vocab,
-    batches,
-    build_vocab,
-    detokenize,
-    join_subwords,
-    learn_subwords,
-    read_lines,
-    read_parallel,
-    replace_unknown,
-    tokenize,
-)
+from .mt_data import batches, build_vocab, learn_subwords, read_lines, read_parallel
 
 STATE_NAME, OPTIMIZER_NAME = "trainer_state.json", "optimizer.safetensors"
 
@@ -72,23 +63,20 @@ def bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> Bleu
     return BleuResult(tokenized.score, default.score, str(default_metric.get_signature()))
 
 
-def translate_ids(
+def translate_tokens(
     model: Translator,
-    source_vocab: Vocab,
-    target_vocab: Vocab,
+    source_words: Sequence[str],
+    target_words: Sequence[str],
     sources: Sequence[Sequence[str]],
     beam: int = 1,
     alpha: float = 0.6,
     max_length: int = 100,
     replace_unk: bool = True,
 ) -> list[list[str]]:
-    """Token lists in, German token lists out, in input order; ``replace_unk``: see ``replace_unknown``."""
-    results = translate_all(model, [source_vocab.encode(s) for s in sources], beam, alpha, max_length)
-    out = []
-    for source, result in zip(sources, results, strict=True):
-        tokens = [] if result is None else target_vocab.decode(result.ids)
-        out.append(replace_unknown(tokens, result.attention, source) if replace_unk and tokens else tokens)
-    return out
+    """Token lists in, German token lists out, in input order (``CoveEmbedder.translate``)."""
+    layers = CoveLayers(model.encoder, model.source_vectors, source_words)
+    embedder = CoveEmbedder(layers, model, target_words, device=model.source_vectors.device)
+    return [t.tokens for t in embedder.translate(sources, beam, alpha, max_length, replace_unk=replace_unk)]
 
 
 def evaluate_bleu(
@@ -99,11 +87,9 @@ def evaluate_bleu(
     alpha: float = 0.6,
     replace_unk: bool = True,
 ) -> BleuResult:
-    model, source_vocab, target_vocab = load_translator(model_dir)
+    model, source_words, target_words = load_translator(model_dir)
     sources = [tokenize(line) for line in read_lines(source_file)]
-    hypotheses = translate_ids(
-        model, Vocab(source_vocab), Vocab(target_vocab), sources, beam, alpha, replace_unk=replace_unk
-    )
+    hypotheses = translate_tokens(model, source_words, target_words, sources, beam, alpha, replace_unk=replace_unk)
     return bleu(hypotheses, read_lines(reference_file))
 
 
@@ -309,7 +295,7 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
             checkpoint(last)
             break
         ppl = _perplexity(model, val_ids, 128)
-        hypotheses = translate_ids(model, source_vocab, target_vocab, val_sources, beam=1)
+        hypotheses = translate_tokens(model, source_words, target_words, val_sources, beam=1)
         scores = bleu(hypotheses, val_references)
         record = {
             "epoch": epoch + 1,

@@ -1,61 +1,20 @@
-"""Multi30k text for the CoVe MT model: tokenising, vocabularies, id tensors and length-sorted batches.
-
-Tokenisation is a regular expression in the spirit of Moses without its aggressive hyphen split:
-words (letters/digits with internal ``-`` ``'`` ``.`` joints such as "t-shirt", "don't", "3.5") stay
-whole, every other non-space character is a token. The English source is lowercased, as the CoVe
-paper did (GloVe lookup); the German target keeps its case so translations read as German (nouns
-capitalised) and default, cased sacreBLEU is meaningful; the paper's metric lowercases both sides.
-``detokenize`` undoes the spacing for display and for default sacreBLEU.
-
-The target side is words, or subwords: byte-pair encoding (Sennrich et al. 2016) learned on the
-German training words; a piece that continues a word starts with ``##`` ("Bü ##sch ##e"), and
-``join_subwords`` glues the pieces of a decoded sentence back into words. Word tokens never start
-with ``##`` (``#`` is punctuation, one token per character), so joining is safe on word output too.
+"""Multi30k text for training the CoVe MT model: reading parallel files, building vocabularies,
+learning subwords (byte-pair encoding, Sennrich et al. 2016, on the German training words) and
+length-sorted batches. The token and vocabulary conventions themselves are in ``models/text.py``.
 """
 
 from __future__ import annotations
 
 import gzip
 import random
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import torch
 
+from ..models.text import BOS_ID, EOS_ID, SPECIALS, SUBWORD_PREFIX, UNK, pad, tokenize
 from ..types import PathLike
-
-PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
-SPECIALS = [PAD, UNK, BOS, EOS]
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
-SUBWORD_PREFIX = "##"
-
-_TOKEN = re.compile(r"\w+(?:[-'’.]\w+)*|[^\w\s]")
-_NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}»“])")
-_NO_SPACE_AFTER = re.compile(r"([(\[{«„]) ")
-
-
-def tokenize(text: str, lower: bool = True) -> list[str]:
-    """Tokens of one raw sentence, lowercased unless ``lower=False``."""
-    return _TOKEN.findall(text.lower() if lower else text)
-
-
-def detokenize(tokens: Sequence[str]) -> str:
-    """Tokens (or subword pieces) joined back into text: no space before closing punctuation or after
-    opening brackets."""
-    return _NO_SPACE_AFTER.sub(r"\1", _NO_SPACE_BEFORE.sub(r"\1", " ".join(join_subwords(tokens))))
-
-
-def join_subwords(tokens: Sequence[str]) -> list[str]:
-    """Words from subword pieces: each ``##piece`` is appended to the word before it."""
-    words: list[str] = []
-    for token in tokens:
-        if token.startswith(SUBWORD_PREFIX) and len(token) > len(SUBWORD_PREFIX) and words:
-            words[-1] += token[len(SUBWORD_PREFIX) :]
-        else:
-            words.append(token)
-    return words
 
 
 def learn_subwords(sentences: Iterable[Sequence[str]], vocab_size: int) -> Callable[[Sequence[str]], list[str]]:
@@ -95,45 +54,6 @@ def build_vocab(sentences: Iterable[Sequence[str]], min_count: int = 1, max_size
     counts = Counter(token for sentence in sentences for token in sentence)
     words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
     return SPECIALS + words[: None if max_size is None else max_size - len(SPECIALS)]
-
-
-class Vocab:
-    """String <-> id mapping over a word list that starts with ``SPECIALS``."""
-
-    def __init__(self, words: Sequence[str]):
-        if list(words[: len(SPECIALS)]) != SPECIALS:
-            raise ValueError(f"a vocabulary must start with {SPECIALS}, got {list(words[:4])}")
-        self.words = list(words)
-        self.index = {w: i for i, w in enumerate(self.words)}
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-    def encode(self, tokens: Sequence[str]) -> list[int]:
-        return [self.index.get(t, UNK_ID) for t in tokens]
-
-    def decode(self, ids: Iterable[int]) -> list[str]:
-        """One word per id, up to the first </s>."""
-        out = []
-        for i in ids:
-            if i == EOS_ID:
-                break
-            out.append(self.words[i])
-        return out
-
-
-def replace_unknown(tokens: Sequence[str], attention, source: Sequence[str]) -> list[str]:
-    """Each generated <unk> becomes the source token it attended to most (Luong et al. 2015)."""
-    return [source[int(attention[step].argmax())] if token == UNK else token for step, token in enumerate(tokens)]
-
-
-def pad(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T) LongTensor padded with PAD_ID, and the (B,) lengths."""
-    lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
-    out = torch.full((len(sequences), int(lengths.max())), PAD_ID, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-    return out, lengths
 
 
 def batches(

@@ -1,4 +1,4 @@
-"""The language-model vocabulary (DESIGN.md §5): training words with count >= min_count plus the
+"""The language-model vocabulary: training words with count >= min_count plus the
 specials ``<S>``, ``</S>``, ``<UNK>``; every other word maps to ``<UNK>``.
 
 Words are ordered by descending count (ties alphabetically), after the three specials, so that an

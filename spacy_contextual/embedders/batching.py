@@ -1,0 +1,43 @@
+"""The one batching plan, shared by the embedders and the spaCy encoder layer.
+
+Items (sentences, or segments of Docs) are sorted by length and grouped so that a batch's padded
+size, (longest + 2 boundary positions) × rows, stays within ``max_batch_tokens`` and it holds at most
+``max_rows`` rows: padding costs the LSTMs time, and sorting keeps it small. ``keep_order`` keeps the
+input order instead (a stateful encoder's rows carry state from batch to batch). Either limit may be
+None. An item longer than the budget gets a batch of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+BOUNDARY_POSITIONS = 2  # <S> and </S>, which ELMo adds; the budget counts them for CoVe too
+
+
+def plan_batches(
+    lengths: Sequence[int],
+    max_batch_tokens: int | None = None,
+    max_rows: int | None = None,
+    keep_order: bool = False,
+) -> list[list[int]]:
+    """Indices into ``lengths``, grouped into batches."""
+    if max_batch_tokens is not None and max_batch_tokens < 1:
+        raise ValueError(f"max_batch_tokens must be at least 1, got {max_batch_tokens}")
+    if max_rows is not None and max_rows < 1:
+        raise ValueError(f"the batch size must be at least 1, got {max_rows}")
+    order = list(range(len(lengths))) if keep_order else sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    longest = 0
+    for index in order:
+        padded = (max(longest, lengths[index]) + BOUNDARY_POSITIONS) * (len(batch) + 1)
+        too_many_tokens = max_batch_tokens is not None and padded > max_batch_tokens
+        too_many_rows = max_rows is not None and len(batch) == max_rows
+        if batch and (too_many_tokens or too_many_rows):
+            batches.append(batch)
+            batch, longest = [], 0
+        batch.append(index)
+        longest = max(longest, lengths[index])
+    if batch:
+        batches.append(batch)
+    return batches

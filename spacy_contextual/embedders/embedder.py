@@ -1,0 +1,75 @@
+"""What every encoder API does: tokenised sentences in, one float32 array (n_layers, n_tokens, width)
+per sentence out, in input order.
+
+Row i of layer j is h_{i,j}, the j-th representation of token i. A layer narrower than ``width``
+(CoVe's GloVe next to its LSTM layers) is zero-padded on the right; ``layer_widths`` gives each
+layer's own width. Sentences are read ``batch_size * chunk_batches`` at a time (so any iterable can be
+streamed), batched by ``batching.plan_batches`` under ``max_batch_tokens``, and returned in input
+order. A subclass says how to run one batch (``embed_batch``) and names its layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+
+import numpy as np
+
+from .batching import plan_batches
+
+
+class Embedder:
+    #: machine names of the layers (also the names on ``doc._.<kind>_data``)
+    layer_names: list[str]
+    #: display names, e.g. "char-CNN", "LSTM-1"
+    layer_labels: list[str]
+    #: each layer's own width; arrays are ``max(layer_widths)`` wide
+    layer_widths: list[int]
+
+    def __init__(self, max_batch_tokens: int = 4096):
+        self.max_batch_tokens = max_batch_tokens
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layer_widths)
+
+    @property
+    def output_dim(self) -> int:
+        """The width of the returned arrays."""
+        return max(self.layer_widths)
+
+    @property
+    def keep_order(self) -> bool:
+        """True when batches must follow the input order (a stateful encoder)."""
+        return False
+
+    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Run one batch as given (no reordering): per-sentence arrays (n_layers, n, width)."""
+        raise NotImplementedError
+
+    def embed_sentences(self, sentences: Iterable[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
+        """One float32 array (n_layers, len(sentence), width) per sentence, in input order."""
+        return list(self.iter_embed(sentences, batch_size))
+
+    def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
+        return self.embed_batch([sentence])[0]
+
+    def iter_embed(
+        self, sentences: Iterable[Sequence[str]], batch_size: int = 64, chunk_batches: int = 32
+    ) -> Iterator[np.ndarray]:
+        """Stream over any iterable: reads ``batch_size * chunk_batches`` sentences at a time (one
+        batch at a time when ``keep_order``), batches that chunk, and yields the results in input order."""
+        iterator = iter(sentences)
+        chunk_size = batch_size if self.keep_order else batch_size * chunk_batches
+        while True:
+            chunk = [list(s) for s in islice(iterator, chunk_size)]
+            if not chunk:
+                return
+            results: list[np.ndarray | None] = [None] * len(chunk)
+            lengths = [len(sentence) for sentence in chunk]
+            budget = None if self.keep_order else self.max_batch_tokens
+            for indices in plan_batches(lengths, budget, batch_size, keep_order=self.keep_order):
+                arrays = self.embed_batch([chunk[i] for i in indices])
+                for index, array in zip(indices, arrays, strict=True):
+                    results[index] = array
+            yield from results  # type: ignore[misc]

@@ -1,0 +1,58 @@
+"""Where a model named on the command line, in a config or in the Python API is: the one resolver.
+
+``None``, ``""`` and ``"default"`` name the small English model shipped with the package
+(``spacy_contextual/assets/<kind>``); anything else is a path to a model directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..types import PathLike
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+KINDS = ("elmo", "cove")
+DEFAULT_NAMES = (None, "", "default", "null", "None")
+
+
+def is_default(name_or_path: PathLike | None) -> bool:
+    """True for the names that mean the bundled model (``null``/``""`` are unset config values)."""
+    return name_or_path is None or str(name_or_path).strip() in DEFAULT_NAMES
+
+
+def bundled_model_dir(kind: str) -> Path:
+    if kind not in KINDS:
+        raise ValueError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
+    return ASSETS / kind
+
+
+def resolve_model_dir(kind: str, name_or_path: PathLike | None = None) -> Path:
+    """The model directory ``name_or_path`` stands for; a missing one is refused with what to pass."""
+    if not is_default(name_or_path):
+        path = Path(str(name_or_path).strip()).expanduser()
+        if not _is_dir(path):
+            raise FileNotFoundError(
+                f"{_shown(path)} is not a directory: give the path of a {kind} model directory (config.json + "
+                "model.safetensors), or 'default' for the bundled model"
+            )
+        return path
+    path = bundled_model_dir(kind)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(
+            f"the bundled {kind} model is missing from {path} (a broken installation?); reinstall "
+            f"spacy-contextual or give the path of a {kind} model directory"
+        )
+    return path
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # e.g. a name too long for the file system: not a directory either
+        return False
+
+
+def _shown(path: Path, limit: int = 80) -> str:
+    """A path as quoted in a message: at most ``limit`` characters of what was typed."""
+    text = str(path)
+    return repr(text) if len(text) <= limit else repr(text[: limit - 1] + "…")

@@ -1,0 +1,130 @@
+"""ELMo in spaCy: the biLM (``models/bilm.py``) as a thinc layer, and the loaders that give it weights.
+
+Per token k the layer returns h_{k,0} = [x_k; x_k] (char CNN) and h_{k,j} = [fwd_{k,j}; bwd_{k,j}]
+for the L LSTM layers: an array (L + 1, len(doc), 2P) per Doc.
+
+The char-CNN vectors go through the token cache (``models/token_cache.py``, the same one
+``ElmoEmbedder`` uses): kept across batches at inference and with a frozen biLM, shared within a
+batch while gradients flow into the biLM; emptied whenever the weights change.
+
+Weights are loaded at ``nlp.initialize()`` from the loader named in
+``[initialize.components.elmo.loader]`` (our model directory, the bundled default, or bilm-tf
+options + HDF5 weights), then stored inside the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import spacy
+import torch
+
+from ..formats.bilm_dir import load_bilm
+from ..formats.bilm_tf import load_bilm_tf
+from ..formats.bundled import resolve_model_dir
+from ..models.bilm import BiLM, BiLMConfig
+from ..models.token_cache import TokenVectorCache
+from .encoder import ContextualEncoder
+from .shim import EncoderShim
+from .types import DocsToLayers
+
+
+class BiLMShim(EncoderShim):
+    description = "ELMo biLM"
+
+    def __init__(
+        self,
+        stateful: bool = False,
+        mixed_precision: bool = False,
+        token_cache_size: int = 50_000,
+        segment_cache_mb: int = 0,
+    ):
+        super().__init__(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
+        self.stateful = stateful
+        self.token_cache = TokenVectorCache(token_cache_size)
+
+    def load(self, module: torch.nn.Module) -> None:
+        if not isinstance(module, BiLM):
+            raise TypeError(f"the ELMo component needs a BiLM, got {type(module).__name__}")
+        module.stateful = self.stateful
+        module.reset_states()
+        self.token_cache.clear()
+        super().load(module)
+
+    def layers_of(self, module: BiLM, words: Sequence[Sequence[str]]) -> torch.Tensor:
+        activations, _ = module.encode_sentences(words, self.token_cache)
+        return torch.stack(activations, dim=1)[:, :, 1:-1]  # drop <S> and the last </S> column
+
+    # -- the token cache is emptied whenever the weights change -----------------------------------
+
+    def finish_update(self, optimizer) -> None:
+        if self._model is not None and any(p.grad is not None for p in self._model.token_encoder.parameters()):
+            self.token_cache.clear()
+        super().finish_update(optimizer)
+
+    @contextmanager
+    def use_params(self, params):
+        self.token_cache.clear()  # e.g. the optimizer's parameter averages while evaluating
+        try:
+            with super().use_params(params):
+                yield
+        finally:
+            self.token_cache.clear()
+
+    def to_device(self, device_type: str, device_id: int) -> None:
+        self.token_cache.clear()
+        super().to_device(device_type, device_id)
+
+    # -- architecture ---------------------------------------------------------------------------
+
+    def module_config(self) -> dict[str, Any]:
+        return {"bilm": self.module.config.to_dict()}
+
+    def build_module(self, config: dict[str, Any]) -> BiLM:
+        return BiLM(BiLMConfig.from_dict(config["bilm"]))
+
+    @property
+    def layer_names(self) -> list[str]:
+        return ["token"] + [f"lstm{j}" for j in range(1, self.module.num_layers)]
+
+    @property
+    def layer_widths(self) -> list[int]:
+        return [self.module.output_dim] * self.module.num_layers
+
+
+@spacy.registry.architectures("spacy-contextual.ElmoEncoder.v1")
+def elmo_encoder_v1(
+    window: int = 128,
+    max_batch_tokens: int = 4096,
+    stateful: bool = False,
+    mixed_precision: bool = False,
+    token_cache_size: int = 50_000,
+    segment_cache_mb: int = 0,
+) -> DocsToLayers:
+    """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
+    tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
+    deterministic); ``mixed_precision``: autocast on CUDA; ``token_cache_size``: word types whose
+    char-CNN vectors are kept for inference (0: no cache); ``segment_cache_mb``: MiB of encoded
+    segments kept while the biLM runs without gradients, so repeated sentences (later training
+    epochs) are not encoded again (0: no cache)."""
+    shim = BiLMShim(
+        stateful=stateful,
+        mixed_precision=mixed_precision,
+        token_cache_size=token_cache_size,
+        segment_cache_mb=segment_cache_mb,
+    )
+    return ContextualEncoder("elmo_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=stateful)
+
+
+@spacy.registry.misc("spacy-contextual.ElmoModelDir.v1")
+def elmo_model_dir_loader(path: str | None = None) -> Callable[[], BiLM]:
+    """Our model directory (``config.json`` + ``model.safetensors``); null or "default" = the bundled model."""
+    return lambda: load_bilm(resolve_model_dir("elmo", path))
+
+
+@spacy.registry.misc("spacy-contextual.ElmoBilmTF.v1")
+def elmo_bilm_tf_loader(options_file: str, weight_file: str) -> Callable[[], BiLM]:
+    """The published bilm-tf / AllenNLP files: ``options.json`` and the HDF5 weights."""
+    return lambda: load_bilm_tf(options_file, weight_file)

@@ -1,0 +1,149 @@
+"""A PyTorch encoder inside a thinc model, stored in the pipeline as JSON config + safetensors.
+
+The encoder's architecture is only known once its weights are loaded (``initialize()``), so the
+shim starts empty and builds the module from the stored config when a pipeline is deserialized. No
+pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors bytes>}``.
+
+``run(words, is_train)`` is the one way through the module: token strings in, token-aligned layers
+(B, n_layers, T, width) out (row b's tokens at positions 0..len_b-1). Without training it runs in
+eval mode under no_grad; with training, in train mode, and it returns a backprop callback that takes
+the gradient of those layers (scaled by the grad scaler under mixed precision, as thinc's
+``PyTorchShim`` does). Subclasses say how to build the module and how to run it on words
+(``layers_of``). The shim also owns the segment cache (``segment_cache.py``) of the layer's
+outputs, emptied with every change of weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from contextlib import nullcontext
+from itertools import chain
+from typing import Any
+
+import srsly
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+from thinc.api import PyTorchShim, get_torch_default_device
+
+from .segment_cache import SegmentCache
+
+Backprop = Callable[[torch.Tensor], None]
+
+
+class EncoderShim(PyTorchShim):
+    #: what the subclass encodes, for error messages ("ELMo biLM", "CoVe encoder")
+    description = "encoder"
+
+    def __init__(self, mixed_precision: bool = False, segment_cache_mb: int = 0):
+        super().__init__(None, mixed_precision=mixed_precision and torch.cuda.is_available())
+        self.segment_cache = SegmentCache(segment_cache_mb)
+
+    # -- to implement ---------------------------------------------------------------------------
+
+    def module_config(self) -> dict[str, Any]:
+        """JSON-serializable description from which ``build_module`` rebuilds the architecture."""
+        raise NotImplementedError
+
+    def build_module(self, config: dict[str, Any]) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def layers_of(self, module: torch.nn.Module, words: Sequence[Sequence[str]]) -> torch.Tensor:
+        """The module on a batch of token-string lists: (B, n_layers, T, width)."""
+        raise NotImplementedError
+
+    @property
+    def layer_names(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def layer_widths(self) -> list[int]:
+        raise NotImplementedError
+
+    # -- running --------------------------------------------------------------------------------
+
+    def run(self, words: Sequence[Sequence[str]], is_train: bool) -> tuple[torch.Tensor, Backprop | None]:
+        """Token-aligned layers of ``words``; with ``is_train``, also the callback that backpropagates
+        their gradient into the module's parameters."""
+        module = self.module
+        autocast = torch.autocast("cuda", enabled=self._mixed_precision) if self._mixed_precision else nullcontext()
+        if not is_train:
+            module.eval()
+            with torch.no_grad(), autocast:
+                return self.layers_of(module, words), None
+        module.train()
+        with autocast:
+            layers = self.layers_of(module, words)
+
+        def backprop(d_layers: torch.Tensor) -> None:
+            torch.autograd.backward(layers, self._grad_scaler.scale(d_layers.to(layers.dtype), inplace=True))
+            grads = [p.grad for p in module.parameters() if p.grad is not None]
+            if self._grad_scaler.unscale(grads):  # an overflow: this step's gradients are dropped
+                for grad in grads:
+                    grad.zero_()
+
+        return layers, backprop
+
+    # -- loading --------------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def module(self) -> torch.nn.Module:
+        if self._model is None:
+            raise ValueError(
+                f"the {self.description} has no weights yet: call nlp.initialize() (the component's "
+                "[initialize] loader names the model) or load a trained pipeline with spacy.load"
+            )
+        return self._model
+
+    def load(self, module: torch.nn.Module) -> None:
+        self._model = module.to(get_torch_default_device()).eval()
+        self.segment_cache.clear()
+
+    def weights_signature(self) -> Hashable:
+        """Changes whenever the outputs may: other tensors, in-place updates (optimizer steps,
+        ``use_params``), another device, the autocast setting."""
+        tensors = chain(self.module.parameters(), self.module.buffers())
+        return self._mixed_precision, tuple((id(t), t.data_ptr(), t._version, t.device) for t in tensors)
+
+    def finish_update(self, optimizer) -> None:
+        # thinc's update assigns new ``.data`` to each parameter, which leaves its version counter as it was
+        if self._model is not None and any(p.grad is not None for p in self._model.parameters()):
+            self.segment_cache.clear()
+        super().finish_update(optimizer)
+
+    @property
+    def device(self) -> torch.device:
+        parameter = next(self._model.parameters(), None) if self._model is not None else None
+        return parameter.device if parameter is not None else get_torch_default_device()
+
+    @property
+    def width(self) -> int:
+        return max(self.layer_widths)
+
+    # -- serialization --------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        if self._model is None:
+            return srsly.msgpack_dumps({"config": None, "state": b""})
+        state = {name: tensor.detach().cpu().contiguous() for name, tensor in self._model.state_dict().items()}
+        return srsly.msgpack_dumps({"config": self.module_config(), "state": save_safetensors(state)})
+
+    def from_bytes(self, bytes_data: bytes) -> EncoderShim:
+        msg = srsly.msgpack_loads(bytes_data)
+        if msg["config"] is None:
+            self._model = None
+            return self
+        module = self.build_module(msg["config"])
+        module.load_state_dict(load_safetensors(msg["state"]))
+        self.load(module)
+        self._grad_scaler.to_(self.device)
+        return self
+
+    def use_params(self, params):  # the empty (not yet loaded) shim has nothing to swap
+        if self._model is None:
+            return nullcontext()
+        return super().use_params(params)
