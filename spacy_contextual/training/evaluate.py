@@ -1,6 +1,7 @@
-"""Held-out perplexity, the protocol every reported perplexity follows: vocabulary = the model's (training words with count
->= 3 + ``<S>``, ``</S>``, ``<UNK>``), OOV tokens count as ``<UNK>``, ``</S>`` is predicted by the
-forward LM (``<S>`` by the backward LM), every sentence starts from zero state.
+"""Held-out perplexity, the protocol every reported perplexity follows: vocabulary = the model's
+(training words with count >= 3 + ``<S>``, ``</S>``, ``<UNK>``), OOV tokens count as ``<UNK>``,
+``</S>`` is predicted by the forward LM (``<S>`` by the backward LM), every sentence starts from
+zero state.
 
     ppl_direction = exp( sum of -log p(target) / number of predictions ),  average = (fwd + bwd) / 2
 """

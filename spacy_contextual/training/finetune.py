@@ -1,6 +1,6 @@
-"""Domain fine-tuning (the ELMo paper's "domain transfer": the biLM adapted to the task's text): continue training any loadable biLM
-(our model directory, or a bilm-tf ``weights.hdf5`` + ``options.json``) on new text, and report the
-held-out perplexity of that domain before and after.
+"""Domain fine-tuning (the ELMo paper's domain transfer: the biLM adapted to the task's text):
+continue training any loadable biLM (our model directory, or a bilm-tf ``weights.hdf5`` +
+``options.json``) on new text, and report the held-out perplexity of that domain before and after.
 
 A model without an LM softmax (every published bilm-tf file) gets a new softmax over a vocabulary
 built from the new text (count >= ``data.min_count``); the "before" perplexity of such a model is
