@@ -14,7 +14,7 @@ Two views:
 * **steps**: the analysis functions alone, on the same vectors, afterwards in the same process.
 
     [OMP_NUM_THREADS=1] python benchmarks/app_speed.py [--model DIR | --random-like CONFIG.json] \
-        [--occurrences 5000] [--output RESULTS.md]
+        [--occurrences 5000] [--output benchmarks/history/dashboard.md]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     )  # one thread each, as on the shared 2-CPU machine; override in the environment
 
 import torch  # noqa: E402
+from record import record_entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LM_CORPUS = ROOT.parent / "shared" / "data" / "lm_corpus"
@@ -191,7 +192,7 @@ def main() -> None:
     )
     parser.add_argument("--word", default="like")
     parser.add_argument("--occurrences", type=int, default=5000)
-    parser.add_argument("--output", type=Path, help="append a Markdown table to this file")
+    parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
     threads = int(os.environ["OMP_NUM_THREADS"])
     torch.set_num_threads(threads)
@@ -207,13 +208,14 @@ def main() -> None:
         page = page_timings(corpus, model)  # first, as a fresh server meets it (numba not yet compiled)
         steps = step_timings(corpus, model)
     if args.output:
-        with args.output.open("a", encoding="utf-8") as out:
-            out.write(
-                f"\n### Sense explorer, {found:,} occurrences of '{args.word}' ({os.cpu_count()} CPUs, {threads} "
-                "thread(s))\n\n"
-            )
-            out.write("| interaction | seconds |\n|---|---|\n")
-            out.writelines(f"| {label} | {seconds:.2f} |\n" for label, seconds in [*page, *steps])
+        heading = (
+            f"## {time.strftime('%Y-%m-%d')}: Sense explorer, {found:,} occurrences of '{args.word}' "
+            f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} thread(s))"
+        )
+        command = f"`python benchmarks/app_speed.py {' '.join(sys.argv[1:])}`, model {args.random_like or model}"
+        table = ["| interaction | seconds |", "|---|---|"]
+        table += [f"| {label} | {seconds:.2f} |" for label, seconds in [*page, *steps]]
+        record_entry(args.output, "\n".join([heading, "", command, "", *table]))
 
 
 if __name__ == "__main__":

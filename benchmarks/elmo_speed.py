@@ -12,7 +12,8 @@ Weights: random, at the small (2x1024_128, 2048-filter CNN, 1 highway) and origi
 
 Each measurement runs in its own process so that its peak RSS is its own.
 
-    python benchmarks/elmo_speed.py --lines 2000 --threads 2 [--sizes small original] [--output RESULTS.md]
+    python benchmarks/elmo_speed.py --lines 2000 --threads 2 [--sizes small original] \
+        [--output benchmarks/history/elmo_inference.md]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 
 import torch
+from record import record_entry
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -138,7 +140,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sizes", nargs="+", default=["small", "original"], choices=sorted(SIZES))
-    parser.add_argument("--output", type=Path, help="append a markdown table to this file")
+    parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     parser.add_argument("--child", nargs=2, metavar=("SIZE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -167,7 +169,7 @@ def main() -> None:
                 flush=True,
             )
     table = [
-        f"\n### ELMo inference speed ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
+        f"## {time.strftime('%Y-%m-%d')}: ELMo inference speed ({platform.processor() or platform.machine()}, "
         f"{args.threads} threads, torch {torch.__version__})\n",
         f"`python benchmarks/elmo_speed.py --lines {args.lines} --threads {args.threads} --sizes "
         f"{' '.join(args.sizes)}` "
@@ -186,8 +188,7 @@ def main() -> None:
     text = "\n".join(table) + "\n"
     print(text)
     if args.output:
-        with args.output.open("a", encoding="utf-8") as handle:
-            handle.write(text)
+        record_entry(args.output, text)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@
    CUDA over real sentences; all layers must agree to 1e-4.
 2. Speed at the original size (2x4096_512, 2 highway, random weights) on the first 2,000 lines of
    lm_corpus valid: tokens/s in fp32 and under bf16 and fp16 autocast (agreement with fp32 reported).
-Results are appended to benchmarks/RESULTS.md.
+The results are recorded as the newest entry of benchmarks/history/elmo_inference.md (``--output``).
 
-    python benchmarks/gpu_check.py [--lines 2000]
+    python benchmarks/gpu_check.py [--lines 2000] [--output FILE.md]
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from elmo_speed import SIZES, VALID, random_bilm, read_sentences  # noqa: E402
+from record import HISTORY, record_entry  # noqa: E402
 
 from spacy_contextual.embedders.elmo import ElmoEmbedder  # noqa: E402
 from spacy_contextual.formats.bilm_tf import load_bilm_tf  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 ANCHOR = VALID.parents[2] / "elmo_fixtures" / "tiny_anchor"
 
 
@@ -46,12 +46,13 @@ def speed(embedder: ElmoEmbedder, sentences: list[list[str]]) -> tuple[float, li
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--output", type=Path, default=HISTORY / "elmo_inference.md", help="history file")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("gpu_check.py needs a CUDA device; torch sees none")
     sentences = read_sentences(args.lines)
     lines = [
-        f"\n### GPU check ({time.strftime('%Y-%m-%d')}, {torch.cuda.get_device_name(0)}, torch {torch.__version__})\n"
+        f"## {time.strftime('%Y-%m-%d')}: GPU check ({torch.cuda.get_device_name(0)}, torch {torch.__version__})\n"
     ]
 
     check = sentences[:200]
@@ -83,8 +84,7 @@ def main() -> None:
         lines.append(f"| {label} | {tokens_per_s:.0f} | {diff} |")
         print(lines[-1], flush=True)
     lines.append(f"\nCommand: `python benchmarks/gpu_check.py --lines {args.lines}`\n")
-    with RESULTS.open("a", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
+    record_entry(args.output, "\n".join(lines))
 
 
 if __name__ == "__main__":
