@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, tiny_bilm
 from spacy.cli import app as spacy_cli
-from test_pipeline_cove import tiny_cove_dir
 from typer.testing import CliRunner
+from util import DATA, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.formats.bilm_dir import save_bilm
 
