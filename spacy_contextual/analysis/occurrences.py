@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import ContextualError
 from .demo_corpus import DEMO_SENTENCES
 
 MAX_TEXT_CHARS = 200_000
@@ -27,7 +28,7 @@ MIN_OCCURRENCES = 3
 OCCURRENCE_COLUMNS = ["record", "position", "token", "sense", "sentence"]
 
 
-class InputError(ValueError):
+class InputError(ContextualError):
     """Bad user input; the message says what is wrong and what to do, and is shown as is."""
 
 

@@ -15,12 +15,13 @@ import h5py
 import numpy as np
 import torch
 
+from ..errors import ContextualError
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.chars import N_CHARACTERS
 from ..types import PathLike
 
 
-class WeightFileError(ValueError):
+class WeightFileError(ContextualError):
     """A weight file that cannot be read, or that does not match its options."""
 
 

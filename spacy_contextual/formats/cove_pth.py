@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import ContextualError
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from ..models.text import SPECIALS
@@ -23,7 +24,7 @@ from .vectors import load_vectors
 INPUT_DIM, HIDDEN_DIM, NUM_LAYERS = 300, 300, 2
 
 
-class CovePthError(ValueError):
+class CovePthError(ContextualError):
     """A file that is not the published CoVe MT-LSTM state dict."""
 
 

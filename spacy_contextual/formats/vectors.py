@@ -16,10 +16,11 @@ from typing import IO
 
 import numpy as np
 
+from ..errors import ContextualError
 from ..types import PathLike
 
 
-class VectorFileError(ValueError):
+class VectorFileError(ContextualError):
     """A vectors file that cannot be read as GloVe / word2vec text / fastText .vec."""
 
 
