@@ -1,20 +1,17 @@
-"""Sense-explorer speed at 5,000 occurrences: the time of each interaction, as the page runs it.
+"""Dashboard speed: how long each page takes to be ready, and each interaction, as the page runs it
+(``streamlit.testing.v1.AppTest``; browser rendering not included).
 
-Corpus: the first N occurrences of WORD (default "like") in ../shared/data/lm_corpus/{train,valid,
-test}.txt.gz, written as an (unlabelled) JSONL and opened on the page as a JSONL corpus. Model: an
-ELMo model directory (default: the bundled one); ``--random-like CONFIG.json`` builds a random
-biLM with that training config's architecture instead (timing does not depend on the weights).
+Two corpora:
 
-Two views:
+* ``--corpus demo`` (default): the bundled demo sentences on every page, with the bundled ELMo and
+  CoVe. The models are loaded first and timed apart ("first model load"); every page is then timed on
+  its first run with empty data caches (what a user meets when they open it), then each interaction.
+  Target: every page ready within 3 s.
+* ``--corpus large``: the Sense explorer on the first N occurrences of WORD (default "like", 5,000) in
+  ../shared/data/lm_corpus/{train,valid,test}.txt.gz, written as an unlabelled JSONL.
 
-* **page**: ``streamlit.testing.v1.AppTest`` runs the real page (1_Sense_explorer.py) and times each
-  rerun a user triggers: the first load (read, embed: once per corpus and model, then cached), the
-  Project button (PCA, then UMAP), clicking another occurrence (nearest neighbours), changing k,
-  changing the layer and projecting again, colour. Browser rendering is not included.
-* **steps**: the analysis functions alone, on the same vectors, afterwards in the same process.
-
-    [OMP_NUM_THREADS=1] python benchmarks/app_speed.py [--model DIR | --random-like CONFIG.json] \
-        [--occurrences 5000] [--output benchmarks/history/dashboard.md]
+    [OMP_NUM_THREADS=1] python benchmarks/app_speed.py [--corpus demo|large] [--elmo-model DIR]
+        [--cove-model DIR] [--occurrences 5000] [--output benchmarks/history/dashboard.md]
 """
 
 from __future__ import annotations
@@ -30,16 +27,14 @@ import time
 from pathlib import Path
 
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy and torch load
-    os.environ.setdefault(
-        _variable, "1"
-    )  # one thread each, as on the shared 2-CPU machine; override in the environment
+    os.environ.setdefault(_variable, "1")  # one thread each, as on the shared 2-CPU machine
 
 import torch  # noqa: E402
 from record import record_entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LM_CORPUS = ROOT.parent / "shared" / "data" / "lm_corpus"
-PAGE = ROOT / "app" / "pages" / "1_Sense_explorer.py"
+APP = ROOT / "app"
 
 
 def write_corpus(word: str, occurrences: int, path: Path) -> int:
@@ -59,162 +54,157 @@ def write_corpus(word: str, occurrences: int, path: Path) -> int:
     return count
 
 
-def random_model(config_path: Path, out: Path) -> Path:
-    from spacy_contextual.formats.bilm_dir import save_bilm
-    from spacy_contextual.models.bilm import BiLM, BiLMConfig
+class Timer:
+    def __init__(self):
+        self.rows: list[tuple[str, float]] = []
 
-    config = json.loads(config_path.read_text())
-    torch.manual_seed(0)
-    return save_bilm(BiLM(BiLMConfig.from_dict(config.get("model", config.get("bilm", config)))).eval(), out)
-
-
-def timed(label: str, action, results: list) -> object:
-    start = time.perf_counter()
-    value = action()
-    seconds = time.perf_counter() - start
-    results.append((label, seconds))
-    print(f"{label:<62} {seconds:8.2f} s", flush=True)
-    return value
+    def __call__(self, label: str, action):
+        start = time.perf_counter()
+        value = action()
+        seconds = time.perf_counter() - start
+        self.rows.append((label, seconds))
+        print(f"{label:<70} {seconds:8.2f} s", flush=True)
+        return value
 
 
-def page_timings(corpus: Path, model: str) -> list:
+def page(name: str, **state):
     from streamlit.testing.v1 import AppTest
 
-    os.environ["SPACY_CONTEXTUAL_ELMO_MODEL"] = model
+    at = AppTest.from_file(str(APP / name), default_timeout=3600)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at
+
+
+def checked(at):
+    if at.exception:
+        raise RuntimeError(at.exception[0].value)
+    if at.error:
+        raise RuntimeError([e.value for e in at.error])
+    return at
+
+
+def click(at, key: str, customdata: list):
+    """The rerun a click on a chart point starts (the selection state a browser sends)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    chart = next(chart for chart in at.get("plotly_chart") if chart.key == key)
+    states = at._tree.get_widget_states()
+    selection = {"selection": {"points": [{"customdata": customdata}], "point_indices": [0], "box": [], "lasso": []}}
+    states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps(selection)))
+    return checked(at._run(states))
+
+
+def demo_timings(timer: Timer) -> None:
+    import streamlit as st
+
+    from spacy_contextual.dashboard.common import cached_encoder, default_model
+
+    timer("first model load: bundled ELMo", lambda: cached_encoder("elmo", default_model("elmo")))
+    timer("first model load: bundled CoVe (MT model)", lambda: cached_encoder("cove", default_model("cove")))
+    st.cache_data.clear()
+    timer("Home: ready", lambda: checked(page("Home.py").run()))
+
+    explorer = page("pages/1_Sense_explorer.py")
+    timer("Sense explorer: ready ('play', 20 occurrences; PCA, clusters, every layer)", lambda: checked(explorer.run()))
+    timer("  click a point (marks it and its neighbours)", lambda: click(explorer, "sense_chart", [5, "", "", "play"]))
+    timer("  colour by form (view option)", lambda: checked(explorer.radio(key="sense_color").set_value("form").run()))
+    timer(
+        "  neighbours k = 20 (view option)",
+        lambda: checked(explorer.slider(key="sense_neighbours").set_value(20).run()),
+    )
+    timer("  layer LSTM-1 (new vectors)", lambda: checked(explorer.selectbox(key="sense_layer").set_value(1).run()))
+    timer(
+        "  learned EWT tagger mix",
+        lambda: checked(explorer.selectbox(key="sense_mix").set_value("learned by the EWT tagger").run()),
+    )
+    timer("  another word: bank", lambda: checked(explorer.text_input(key="sense_word").set_value("bank").run()))
+    timer(
+        "  UMAP selected (PCA shown until computed)",
+        lambda: checked(explorer.radio(key="sense_projection").set_value("umap").run()),
+    )
+    timer(
+        "  Compute UMAP (first in process: numba compiles)",
+        lambda: checked(explorer.button(key="sense_umap").click().run()),
+    )
+    corpus_search = explorer.toggle(key="sense_corpus_search")
+    timer(
+        "  sentence-level neighbours on (embeds the 62 sentences)", lambda: checked(corpus_search.set_value(True).run())
+    )
+
+    weights = page("pages/2_Layer_weights.py")
+    timer("Layer weights: ready (the shipped EWT example)", lambda: checked(weights.run()))
+
+    attention = page("pages/3_CoVe_attention.py")
+    timer("CoVe attention: ready (greedy translation + heatmap)", lambda: checked(attention.run()))
+    timer("  lines view (view option)", lambda: checked(attention.radio(key="attention_view").set_value("lines").run()))
+    timer("  beam 5", lambda: checked(attention.radio(key="attention_decoding").set_value("beam").run()))
+
+    probe = page("pages/4_Layer_probe.py")
+    timer("Layer probe: ready (before Run)", lambda: checked(probe.run()))
+    timer("  Run the probe (4 words, 62 instances, ELMo)", lambda: checked(probe.button(key="probe_run").click().run()))
+
+    compare = page("pages/5_Compare_models.py")
+    timer("Compare models: ready (ELMo vs CoVe on 'play')", lambda: checked(compare.run()))
+    timer("  click a point (linked in both)", lambda: click(compare, "compare_chart_a", [3, "", "", "play"]))
+    timer("  neighbours k = 5", lambda: checked(compare.slider(key="compare_k").set_value(5).run()))
+
+
+def large_timings(timer: Timer, corpus: Path) -> None:
     os.environ["SPACY_CONTEXTUAL_SENSE_DATA"] = str(corpus.parent)
-    results: list = []
-    at = AppTest.from_file(str(PAGE), default_timeout=3600)
-    at.session_state["sense_source"] = "Sense-labelled JSONL"
-    at.session_state["sense_jsonl_file"] = str(corpus)
-
-    def run(step):
-        step()
-        at.run()
-        if at.exception:
-            raise RuntimeError(at.exception[0].value)
-        errors = [e.value for e in at.error]
-        if errors:
-            raise RuntimeError(errors)
-
-    timed("page: first load (read corpus, embed every sentence)", lambda: run(lambda: None), results)
-    n = int(at.caption[0].value.split(" occurrences")[0].replace(",", ""))
-    print(f"  ({n:,} occurrences on the page)")
-    timed(
-        "page: Project with PCA (+ KMeans, k by silhouette)",
-        lambda: run(lambda: at.button(key="sense_run").click()),
-        results,
+    at = page("pages/1_Sense_explorer.py", sense_source="Sense-labelled JSONL", sense_jsonl_file=str(corpus))
+    timer(
+        "Sense explorer: first load (read, embed every sentence, PCA, clusters, every layer)", lambda: checked(at.run())
     )
-    timed(
-        "page: click another occurrence (nearest neighbours)",
-        lambda: run(lambda: at.selectbox(key="sense_query").set_value(123)),
-        results,
+    print(f"  ({at.caption[0].value.split(' in ')[0]})")
+    timer("  click another occurrence (neighbours)", lambda: click(at, "sense_chart", [123, "", "", ""]))
+    timer("  neighbours k = 25", lambda: checked(at.slider(key="sense_neighbours").set_value(25).run()))
+    timer("  colour by form", lambda: checked(at.radio(key="sense_color").set_value("form").run()))
+    timer("  fixed k = 3 (KMeans)", lambda: checked(at.checkbox(key="sense_auto_k").uncheck().run()))
+    timer("  agglomerative, k = 3", lambda: checked(at.radio(key="sense_clusters").set_value("agglomerative").run()))
+    timer(
+        "  layer LSTM-1 (new vectors: PCA, clusters)",
+        lambda: checked(at.selectbox(key="sense_layer").set_value(1).run()),
     )
-    timed(
-        "page: more neighbours (slider)", lambda: run(lambda: at.slider(key="sense_neighbours").set_value(25)), results
+    timer("  UMAP selected", lambda: checked(at.radio(key="sense_projection").set_value("umap").run()))
+    timer(
+        "  Compute UMAP (first in process: numba compiles)", lambda: checked(at.button(key="sense_umap").click().run())
     )
-    timed("page: fixed k = 4 (KMeans)", lambda: run(lambda: at.checkbox(key="sense_auto_k").uncheck()), results)
-    timed(
-        "page: agglomerative clusters, k = 4",
-        lambda: run(lambda: at.radio(key="sense_clusters").set_value("agglomerative")),
-        results,
-    )
-    timed("page: agglomerative, k by silhouette", lambda: run(lambda: at.checkbox(key="sense_auto_k").check()), results)
-    timed(
-        "page: colour by cluster (no-op rerun)",
-        lambda: run(lambda: at.radio(key="sense_color").set_value("cluster")),
-        results,
-    )
-    timed(
-        "page: layer 1 (new request: vectors, clusters)",
-        lambda: run(lambda: at.selectbox(key="sense_layer").set_value(1)),
-        results,
-    )
-    timed("page: Project with PCA on layer 1", lambda: run(lambda: at.button(key="sense_run").click()), results)
-    timed("page: UMAP selected", lambda: run(lambda: at.radio(key="sense_projection").set_value("umap")), results)
-    timed(
-        "page: Project with UMAP (first in process: numba JIT)",
-        lambda: run(lambda: at.button(key="sense_run").click()),
-        results,
-    )
-    timed("page: layer 2 (new request)", lambda: run(lambda: at.selectbox(key="sense_layer").set_value(2)), results)
-    timed(
-        "page: Project with UMAP on layer 2 (numba compiled)",
-        lambda: run(lambda: at.button(key="sense_run").click()),
-        results,
-    )
-    timed(
-        "page: click another occurrence after UMAP (cached)",
-        lambda: run(lambda: at.selectbox(key="sense_query").set_value(7)),
-        results,
-    )
-    return results
-
-
-def step_timings(corpus: Path, model: str) -> list:
-    from spacy_contextual.analysis.clusters import cluster
-    from spacy_contextual.analysis.neighbours import neighbour_table
-    from spacy_contextual.analysis.occurrences import find_occurrences, read_sense_jsonl
-    from spacy_contextual.analysis.projection import project
-    from spacy_contextual.analysis.projector_export import projector_zip
-    from spacy_contextual.analysis.sense_plots import point_frame, sense_scatter
-    from spacy_contextual.analysis.vectors import occurrence_layers, select_layer
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
-
-    results: list = []
-    records = timed("steps: read JSONL", lambda: read_sense_jsonl(corpus), results)
-    word = records[0]["word"]
-    occurrences = timed("steps: find occurrences", lambda: find_occurrences(records, word), results)
-    embedder = ElmoEmbedder.load(model)
-    layers = timed(
-        f"steps: embed {len(set(occurrences['record'])):,} sentences (all layers)",
-        lambda: occurrence_layers(embedder.embed_sentences, records, occurrences),
-        results,
-    )
-    vectors = select_layer(layers, 2)
-    clusters = timed("steps: KMeans, k by silhouette (2..8)", lambda: cluster(vectors, "kmeans"), results)
-    timed("steps: KMeans, k = 4", lambda: cluster(vectors, "kmeans", 4), results)
-    timed("steps: agglomerative (Ward), k by silhouette", lambda: cluster(vectors, "agglomerative"), results)
-    coords = timed("steps: PCA", lambda: project(vectors, "pca"), results)
-    timed("steps: UMAP", lambda: project(vectors, "umap"), results)
-    frame = timed("steps: point frame", lambda: point_frame(records, occurrences, coords, clusters.labels), results)
-    timed("steps: scatter figure + JSON", lambda: sense_scatter(frame, "cluster").to_json(), results)
-    timed("steps: 10 nearest neighbours", lambda: neighbour_table(records, occurrences, vectors, 0, 10), results)
-    metadata = occurrences.assign(cluster=clusters.labels)[["token", "sense", "cluster", "sentence"]]
-    timed("steps: projector export (zip)", lambda: projector_zip(vectors, metadata), results)
-    return results
+    checked(at.selectbox(key="sense_layer").set_value(2).run())
+    timer("  layer LSTM-2: Compute UMAP (numba compiled)", lambda: checked(at.button(key="sense_umap").click().run()))
+    timer("  click after UMAP (cached)", lambda: click(at, "sense_chart", [7, "", "", ""]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="default", help="ELMo model directory, or 'default' (bundled)")
-    parser.add_argument(
-        "--random-like", type=Path, help="training config.json: time a random biLM of that architecture"
-    )
-    parser.add_argument("--word", default="like")
-    parser.add_argument("--occurrences", type=int, default=5000)
+    parser.add_argument("--corpus", choices=("demo", "large"), default="demo")
+    parser.add_argument("--elmo-model", default="default", help="ELMo model directory, or 'default' (bundled)")
+    parser.add_argument("--cove-model", default="default", help="CoVe MT model directory, or 'default' (bundled)")
+    parser.add_argument("--word", default="like", help="--corpus large: the word")
+    parser.add_argument("--occurrences", type=int, default=5000, help="--corpus large: how many")
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
     threads = int(os.environ["OMP_NUM_THREADS"])
     torch.set_num_threads(threads)
-    with tempfile.TemporaryDirectory() as tmp:
-        model = str(random_model(args.random_like, Path(tmp) / "elmo")) if args.random_like else args.model
-        corpus = Path(tmp) / "corpus" / f"{args.word}.jsonl"
-        corpus.parent.mkdir()
-        found = write_corpus(args.word, args.occurrences, corpus)
-        print(
-            f"{found:,} occurrences of '{args.word}'; model {args.random_like or model}; {threads} thread(s) "
-            f"(OMP_NUM_THREADS); {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
-        )
-        page = page_timings(corpus, model)  # first, as a fresh server meets it (numba not yet compiled)
-        steps = step_timings(corpus, model)
+    os.environ["SPACY_CONTEXTUAL_ELMO_MODEL"] = args.elmo_model
+    os.environ["SPACY_CONTEXTUAL_COVE_MODEL"] = args.cove_model
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} thread(s)"
+    timer = Timer()
+    if args.corpus == "demo":
+        what = "every page on the demo sentences"
+        demo_timings(timer)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus = Path(tmp) / "corpus" / f"{args.word}.jsonl"
+            corpus.parent.mkdir()
+            found = write_corpus(args.word, args.occurrences, corpus)
+            what = f"the Sense explorer on {found:,} occurrences of '{args.word}'"
+            large_timings(timer, corpus)
     if args.output:
-        heading = (
-            f"## {time.strftime('%Y-%m-%d')}: Sense explorer, {found:,} occurrences of '{args.word}' "
-            f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} thread(s))"
-        )
-        command = f"`python benchmarks/app_speed.py {' '.join(sys.argv[1:])}`, model {args.random_like or model}"
+        heading = f"## {time.strftime('%Y-%m-%d')}: {what} ({machine})"
+        command = f"`python benchmarks/app_speed.py {' '.join(sys.argv[1:])}`"
         table = ["| interaction | seconds |", "|---|---|"]
-        table += [f"| {label} | {seconds:.2f} |" for label, seconds in [*page, *steps]]
+        table += [f"| {label.strip()} | {seconds:.2f} |" for label, seconds in timer.rows]
         record_entry(args.output, "\n".join([heading, "", command, "", *table]))
 
 

@@ -1,11 +1,13 @@
 """Screenshots of every dashboard page for the README, taken in headless Chromium.
 
-Serves ``app/Home.py`` on 127.0.0.1, opens each page, presses its primary button where it has one,
-waits for the page's chart to be drawn (not a fixed sleep) and saves ``docs/dashboard_<page>.png``.
+Serves ``app/Home.py`` on 127.0.0.1, opens each page, does what a user would (types a word, clicks a
+point, presses a button), waits for what must be drawn (never a fixed sleep alone) and saves
+``docs/dashboard_<name>.png``.
 
     python docs/make_screenshots.py [--elmo-model DIR] [--cove-model DIR] [--pipeline DIR] [--sense-data DIR]
 
-Without options the app's own defaults apply (the bundled models).
+Without options the app's own defaults apply: the bundled models, the shipped layer-weights example,
+and the sense-labelled files the app finds beside a source checkout (../shared/data/senses).
 """
 
 from __future__ import annotations
@@ -20,55 +22,93 @@ from spacy_contextual.dashboard.settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, 
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the browser harness the tests use (not part of the package)
-from browser import headless_chromium, served_app  # noqa: E402
+import browser  # noqa: E402
 
 DOCS = ROOT / "docs"
-# (url path, file name, button to press or None, CSS selector of what must be drawn)
-PAGES = [
-    ("", "home", None, "[data-testid='stDataFrame']"),
-    ("Sense_explorer", "sense_explorer", "Project with", ".st-key-sense_chart .js-plotly-plot .scatterlayer .trace"),
-    ("Layer_weights", "layer_weights", None, ".st-key-weights_chart .js-plotly-plot .barlayer"),
-    ("CoVe_attention", "cove_attention", None, ".st-key-attention_chart .js-plotly-plot .heatmaplayer"),
-    ("Layer_probe", "layer_probe", "Run the probe", ".st-key-probe_chart .js-plotly-plot .barlayer"),
+WIDTH = 1500
+
+
+def demo_explorer(page: browser.Page) -> None:
+    """The demo sentences, 'play': a point clicked, its neighbours marked; sentence-level neighbours on."""
+    page.open("Sense_explorer")
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
+    page.click_point("sense_chart", 5)
+    page.wait_for_text("nearest neighbours", within=".st-key-sense_chart")
+    page.toggle("sense_corpus_search")
+    page.wait_for_text("tokens of", within="[data-testid='stMain']")
+
+
+def serve_explorer(page: browser.Page) -> None:
+    """Senseval 'serve' (4,378 occurrences), coloured by word form: served / serves / serving cluster apart."""
+    page.open("Sense_explorer")
+    page.choose_radio("sense_source", "Sense-labelled JSONL")
+    page.choose_option("sense_jsonl_file", "serve.jsonl.gz")
+    page.wait_for(".st-key-sense_chart .js-plotly-plot", timeout_factor=4)
+    page.choose_radio("sense_color", "form")
+    page.wait_for_text("form", within=".st-key-sense_chart .legend")
+
+
+def pasted_text_explorer(page: browser.Page) -> None:
+    """Pasted text: suggested words, and a lemma-aware search for 'run'."""
+    page.open("Sense_explorer")
+    page.choose_radio("sense_source", "Paste text")
+    page.type_text(
+        "sense_text",
+        "She runs every morning before work. He ran the company for ten years. They run a small shop. "
+        "The river runs through the old town. I ran into an old friend. We will run the tests tonight. "
+        "The play runs for two hours. Who runs this place?",
+        area=True,
+    )
+    page.wait_for(".st-key-sense_suggestion button")
+    page.type_text("sense_word", "run")
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
+
+
+def serve_probe(page: browser.Page) -> None:
+    page.open("Layer_probe")
+    page.choose_radio("probe_source", "Sense-labelled JSONL")
+    page.choose_option("probe_jsonl_file", "serve.jsonl.gz")
+    page.press("Run the probe")
+    page.wait_for(".st-key-probe_chart .js-plotly-plot .barlayer", timeout_factor=4)
+
+
+def demo_probe(page: browser.Page) -> None:
+    page.open("Layer_probe")
+    page.press("Run the probe")
+    page.wait_for(".st-key-probe_chart .js-plotly-plot .barlayer")
+
+
+def attention_heatmap(page: browser.Page) -> None:
+    page.open("CoVe_attention")
+    page.type_text("attention_sentence", "The central bank raised interest rates on Tuesday, the minister said.")
+    page.wait_for(".st-key-attention_chart .js-plotly-plot .heatmaplayer")
+    page.wait_for_text("minister", within="[data-testid='stMain']")
+
+
+def attention_lines(page: browser.Page) -> None:
+    page.open("CoVe_attention")
+    page.type_text("attention_sentence", "Two boys play football in the park.")
+    page.choose_radio("attention_view", "Lines")
+    page.wait_for("iframe")
+
+
+def compare(page: browser.Page) -> None:
+    page.open("Compare_models")
+    page.wait_for(".st-key-compare_chart_b .js-plotly-plot .scatterlayer .trace", timeout_factor=2)
+
+
+SHOTS = [
+    ("home", lambda page: (page.open(""), page.wait_for("[data-testid='stDataFrame']"))),
+    ("sense_explorer", demo_explorer),
+    ("sense_explorer_serve", serve_explorer),
+    ("sense_explorer_text", pasted_text_explorer),
+    ("layer_probe", serve_probe),
+    ("layer_probe_demo", demo_probe),
+    ("compare_models", compare),
+    ("cove_attention", attention_heatmap),
+    ("cove_attention_lines", attention_lines),
+    ("layer_weights", lambda page: (page.open("Layer_weights"), page.wait_for(".st-key-weights_chart .barlayer"))),
 ]
-MESSAGE = "[data-testid='stAlertContentError'], [data-testid='stAlertContentWarning']"
-
-
-def screenshot_pages(url: str, timeout: float) -> list[Path]:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    saved = []
-    with headless_chromium(width=1500, height=1000) as driver:
-        for path, name, button, drawn in PAGES:
-            driver.set_window_size(1500, 1000)
-            driver.get(f"{url}/{path}")
-            wait = WebDriverWait(driver, timeout)
-            if button:
-                wait.until(EC.element_to_be_clickable((By.XPATH, f"//button[contains(., '{button}')]"))).click()
-            try:
-                wait.until(
-                    lambda d, drawn=drawn: (
-                        d.find_elements(By.CSS_SELECTOR, drawn) or d.find_elements(By.CSS_SELECTOR, MESSAGE)
-                    )
-                )
-            except Exception:
-                print(f"{name}: nothing drawn within {timeout:.0f} s; screenshot as it is")
-            if not driver.find_elements(By.CSS_SELECTOR, drawn):
-                print(f"{name}: the page shows a message instead of its chart")
-            time.sleep(1.0)  # let plotly finish its transition
-            height = driver.execute_script(
-                "const main = document.querySelector('[data-testid=\"stMain\"]');"
-                "return Math.max(main ? main.scrollHeight : 0, document.body.scrollHeight);"
-            )
-            driver.set_window_size(1500, min(max(int(height) + 40, 800), 4000))
-            time.sleep(0.5)
-            out = DOCS / f"dashboard_{name}.png"
-            driver.save_screenshot(str(out))
-            saved.append(out)
-            print(f"saved {out.relative_to(ROOT)}")
-    return saved
 
 
 def main() -> None:
@@ -77,7 +117,8 @@ def main() -> None:
     parser.add_argument("--cove-model", type=Path)
     parser.add_argument("--pipeline", type=Path, nargs="*", default=[], help="one or more trained pipelines")
     parser.add_argument("--sense-data", type=Path)
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each page's chart")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each step")
+    parser.add_argument("--only", nargs="*", help="names of the screenshots to take (default: all)")
     args = parser.parse_args()
     env = {
         variable: str(value.resolve())
@@ -90,8 +131,17 @@ def main() -> None:
     }
     if args.pipeline:
         env[PIPELINE_ENV] = os.pathsep.join(str(path.resolve()) for path in args.pipeline)
-    with served_app(ROOT / "app" / "Home.py", env=env) as (url, _server):
-        screenshot_pages(url, args.timeout)
+    with browser.served_app(ROOT / "app" / "Home.py", env=env) as (url, _server):
+        with browser.headless_chromium(width=WIDTH, height=1000) as driver:
+            for name, steps in SHOTS:
+                if args.only and name not in args.only:
+                    continue
+                page = browser.Page(driver, url, args.timeout)
+                start = time.perf_counter()
+                steps(page)
+                out = DOCS / f"dashboard_{name}.png"
+                page.full_screenshot(out)
+                print(f"saved {out.relative_to(ROOT)} ({time.perf_counter() - start:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -99,3 +99,110 @@ def headless_chromium(width: int = 1500, height: int = 1100):
             yield driver
         finally:
             driver.quit()
+
+
+class Page:
+    """What a user does on a dashboard page, in Selenium terms; every step waits until Streamlit has
+    finished the rerun it starts (its status widget gone), up to ``timeout`` seconds."""
+
+    def __init__(self, driver, url: str, timeout: float = 120.0):
+        self.driver, self.url, self.timeout = driver, url, timeout
+
+    def _wait(self, condition, timeout: float | None = None, message: str = ""):
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        return WebDriverWait(self.driver, timeout or self.timeout).until(condition, message)
+
+    def _css(self, selector: str):
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_elements(By.CSS_SELECTOR, selector)
+
+    def settle(self, quiet: float = 0.8) -> None:
+        """Wait until the app has been idle (no running-status widget) for ``quiet`` seconds."""
+        deadline = time.monotonic() + self.timeout
+        idle_since = None
+        while time.monotonic() < deadline:
+            running = self._css("[data-testid='stStatusWidget']")
+            if running:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= quiet:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"the app was still running after {self.timeout:.0f} s")
+
+    def open(self, path: str) -> None:
+        self.driver.set_window_size(self.driver.get_window_size()["width"], 1000)
+        self.driver.get(f"{self.url}/{path}")
+        self._wait(lambda d: self._css("[data-testid='stMain']"), message=f"page {path} did not load")
+        self.settle()
+
+    def wait_for(self, selector: str, timeout_factor: float = 1.0):
+        self._wait(lambda d: self._css(selector), self.timeout * timeout_factor, f"nothing matched {selector}")
+        self.settle()
+        return self._css(selector)
+
+    def wait_for_text(self, text: str, within: str = "body") -> None:
+        self._wait(lambda d: any(text in e.text for e in self._css(within)), message=f"no '{text}' in {within}")
+
+    def click_point(self, chart_key: str, index: int) -> None:
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        points = self._css(f".st-key-{chart_key} .scatterlayer path.point")
+        ActionChains(self.driver).move_to_element(points[index]).click().perform()
+        self.settle()
+
+    def choose_radio(self, key: str, label: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        option = self._css(f".st-key-{key}")[0].find_element(By.XPATH, f".//label[.//p[normalize-space()='{label}']]")
+        option.click()
+        self.settle()
+
+    def toggle(self, key: str) -> None:
+        self._css(f".st-key-{key} label")[0].click()
+        self.settle()
+
+    def choose_option(self, key: str, text: str) -> None:
+        """Open the selectbox ``key`` and pick the first option that contains ``text``."""
+        from selenium.webdriver.common.by import By
+
+        self._css(f".st-key-{key} [data-baseweb='select']")[0].click()
+        option = self._wait(
+            lambda d: next((o for o in self._css("li[role='option']") if text in o.text), None),
+            message=f"no option with '{text}' in {key}",
+        )
+        option.click()
+        self.settle()
+        self._css(f".st-key-{key}")[0].find_element(By.XPATH, ".//*[contains(., '" + text + "')]")
+
+    def type_text(self, key: str, text: str, area: bool = False) -> None:
+        """Replace the text of the input (or text area) ``key`` and submit it as a user would."""
+        from selenium.webdriver.common.keys import Keys
+
+        field = self._css(f".st-key-{key} {'textarea' if area else 'input'}")[0]
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys(Keys.DELETE)
+        field.send_keys(text)
+        field.send_keys(Keys.CONTROL, Keys.ENTER) if area else field.send_keys(Keys.ENTER)
+        self.settle()
+
+    def press(self, label: str) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions as EC
+
+        self._wait(EC.element_to_be_clickable((By.XPATH, f"//button[contains(., '{label}')]"))).click()
+        self.settle()
+
+    def full_screenshot(self, out: Path, max_height: int = 5000) -> None:
+        """The whole main area: the window is stretched to the page's height first."""
+        height = self.driver.execute_script(
+            "const main = document.querySelector('[data-testid=\"stMain\"]');"
+            "return Math.max(main ? main.scrollHeight : 0, document.body.scrollHeight);"
+        )
+        self.driver.set_window_size(self.driver.get_window_size()["width"], min(max(int(height) + 40, 800), max_height))
+        time.sleep(0.5)  # plotly redraws on resize
+        self.settle(0.5)
+        self.driver.save_screenshot(str(out))

@@ -1,21 +1,91 @@
-"""The CoVe decoder's attention α as a heatmap: one row per target (German) token, one column per
-source (English) token, α_t = softmax(H (W1 h_t^dec + b1)) so every row sums to 1."""
+"""The CoVe decoder's attention α, to audit a translation: one row per target (German) token, one column
+per source (English) token, α_t = softmax(H (W1 h_t^dec + b1)) so every row sums to 1.
+
+* ``coverage``: Σ_t α_{t,j}, how much attention source word j received over the whole translation. A
+  word far below the others (under ``LOW_COVERAGE``) was probably left untranslated.
+* Out-of-vocabulary source words (read as ``<unk>``, the zero vector) and target words the model wrote
+  as ``<unk>`` (then copied from the most-attended source word) are marked.
+* ``attention_figure``: the heatmap under a coverage bar chart; ``attention_lines_html``: a
+  bertviz-style line view (a line from every source word to every target word, its opacity α; hover a
+  word to see only its own lines) as one standalone HTML page; ``standalone_html``: any figure as a
+  page that works offline (plotly.js inlined).
+"""
 
 from __future__ import annotations
 
 import html
+import json
+from collections import Counter
+from collections.abc import Collection, Sequence
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+LOW_COVERAGE = 0.25  # Σ_t α below this: the source word got less than a quarter of one target word's attention
+TICK_FONT = {"size": 15, "color": "#111"}
+FLAG_COLOR = "#c0392b"
+BUNDLED_DOMAIN = (
+    "Multi30k: 29,000 English–German image captions (Flickr30k). Sentences unlike captions (news, dialogue, "
+    "technical text) get loose, often repetitive translations."
+)
 
 
-def attention_figure(source_tokens: list[str], target_tokens: list[str], alpha: np.ndarray) -> go.Figure:
+def check_shape(source_tokens: Sequence[str], target_tokens: Sequence[str], alpha: np.ndarray) -> np.ndarray:
     alpha = np.asarray(alpha, dtype=np.float32)
     if alpha.shape != (len(target_tokens), len(source_tokens)):
         raise ValueError(
             f"attention has shape {alpha.shape} but there are {len(target_tokens)} target and "
             f"{len(source_tokens)} source tokens: expected ({len(target_tokens)}, {len(source_tokens)})"
         )
+    return alpha
+
+
+def coverage(alpha: np.ndarray) -> np.ndarray:
+    """Σ_t α_{t,j} per source token j."""
+    return np.asarray(alpha, dtype=np.float32).sum(axis=0)
+
+
+def low_coverage(alpha: np.ndarray, threshold: float = LOW_COVERAGE) -> list[int]:
+    return [int(j) for j in np.flatnonzero(coverage(alpha) < threshold)]
+
+
+def most_repeated_ngram(tokens: Sequence[str], n: int = 3) -> tuple[str, int] | None:
+    """The n-gram the translation repeats most, with its count, when one occurs twice or more."""
+    counts = Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    if not counts:
+        return None
+    ngram, count = counts.most_common(1)[0]
+    return (" ".join(ngram), count) if count >= 2 else None
+
+
+def training_domain(model_dir: Path, bundled_dir: Path | None) -> str:
+    """What the model was trained on: the bundled model's data, else ``info.training_data`` of the model's
+    config.json, else a note that it is not recorded."""
+    if bundled_dir is not None and Path(model_dir).resolve() == Path(bundled_dir).resolve():
+        return BUNDLED_DOMAIN
+    config = Path(model_dir) / "config.json"
+    info = json.loads(config.read_text(encoding="utf-8")).get("info", {}) if config.is_file() else {}
+    data = info.get("training_data") if isinstance(info, dict) else None
+    return str(data) if data else "not recorded in this model directory (config.json has no info.training_data)."
+
+
+def _tick(token: str, flagged: bool, flag: str) -> str:
+    text = html.escape(token)
+    return f"<span style='color:{FLAG_COLOR}'><b>{text}</b> {flag}</span>" if flagged else text
+
+
+def attention_figure(
+    source_tokens: list[str],
+    target_tokens: list[str],
+    alpha: np.ndarray,
+    unknown_source: Collection[int] = (),
+    unknown_target: Collection[int] = (),
+) -> go.Figure:
+    """Heatmap (data[0]) with the source coverage as bars above it (data[1]); out-of-vocabulary source
+    words and ``<unk>`` target words in red, marked ⚠."""
+    alpha = check_shape(source_tokens, target_tokens, alpha)
     # repeated tokens must stay separate columns/rows: label axes by position, show the words as ticks
     columns = list(range(len(source_tokens)))
     rows = list(range(len(target_tokens)))
@@ -23,7 +93,9 @@ def attention_figure(source_tokens: list[str], target_tokens: list[str], alpha: 
         [f"{html.escape(t)} ← {html.escape(s)}: {alpha[i, j]:.3f}" for j, s in enumerate(source_tokens)]
         for i, t in enumerate(target_tokens)
     ]
-    fig = go.Figure(
+    covered = coverage(alpha)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.18, 0.82], vertical_spacing=0.03)
+    fig.add_trace(
         go.Heatmap(
             z=alpha,
             x=columns,
@@ -33,26 +105,135 @@ def attention_figure(source_tokens: list[str], target_tokens: list[str], alpha: 
             colorscale="Blues",
             zmin=0.0,
             zmax=1.0,
-            colorbar={"title": "α"},
-        )
+            colorbar={"title": "α", "len": 0.8, "y": 0.4},
+        ),
+        row=2,
+        col=1,
     )
-    cell = 28
+    fig.add_trace(
+        go.Bar(
+            x=columns,
+            y=covered,
+            marker_color=[FLAG_COLOR if c < LOW_COVERAGE else "#4a7fb5" for c in covered],
+            text=[f"{c:.2f}" for c in covered],
+            textposition="outside",
+            customdata=source_tokens,
+            hovertemplate="%{customdata}: Σ α = %{y:.3f}<extra>coverage</extra>",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
+    cell = 30
+    source_ticks = [_tick(s, j in unknown_source, "⚠ OOV") for j, s in enumerate(source_tokens)]
+    target_ticks = [_tick(t, i in unknown_target, "⚠ <unk>") for i, t in enumerate(target_tokens)]
+    fig.update_xaxes(
+        tickmode="array", tickvals=columns, ticktext=source_ticks, tickfont=TICK_FONT, side="bottom", row=2, col=1
+    )
+    fig.update_xaxes(title={"text": "source (English), as the model read it", "font": TICK_FONT}, row=2, col=1)
+    fig.update_yaxes(
+        tickmode="array", tickvals=rows, ticktext=target_ticks, tickfont=TICK_FONT, autorange="reversed", row=2, col=1
+    )
+    fig.update_yaxes(title={"text": "target (German)", "font": TICK_FONT}, row=2, col=1)
+    fig.update_yaxes(
+        title={"text": "coverage Σα", "font": {"size": 12, "color": "#111"}},
+        range=[0, max(1.2, float(covered.max()) * 1.25)],
+        tickfont={"size": 12, "color": "#111"},
+        row=1,
+        col=1,
+    )
+    fig.add_hline(y=LOW_COVERAGE, line_dash="dot", line_color=FLAG_COLOR, row=1, col=1)
     fig.update_layout(
-        xaxis={
-            "title": "source (English)",
-            "tickmode": "array",
-            "tickvals": columns,
-            "ticktext": source_tokens,
-            "side": "top",
-        },
-        yaxis={
-            "title": "target (German)",
-            "tickmode": "array",
-            "tickvals": rows,
-            "ticktext": target_tokens,
-            "autorange": "reversed",
-        },
-        height=max(300, 120 + cell * len(target_tokens)),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        height=max(420, 260 + cell * len(target_tokens)),
+        margin={"l": 10, "r": 10, "t": 20, "b": 10},
+        plot_bgcolor="white",
     )
     return fig
+
+
+def attention_lines_html(
+    source_tokens: list[str],
+    target_tokens: list[str],
+    alpha: np.ndarray,
+    unknown_source: Collection[int] = (),
+    unknown_target: Collection[int] = (),
+    title: str = "",
+    note: str = "",
+) -> str:
+    """The line view as one standalone HTML page (SVG + a few lines of script, nothing loaded from
+    elsewhere). English on the left with its coverage bar, German on the right; line opacity = α."""
+    alpha = check_shape(source_tokens, target_tokens, alpha)
+    covered = coverage(alpha)
+    row, top = 26, 20
+    left_x, right_x, bar_x = 260, 560, 10
+    height = top + row * max(len(source_tokens), len(target_tokens)) + 20
+
+    def y(i: int) -> int:
+        return top + row * i + row // 2
+
+    parts = []
+    for t in range(len(target_tokens)):
+        for j in range(len(source_tokens)):
+            a = float(alpha[t, j])
+            parts.append(
+                f"<line class='a' x1='{left_x + 8}' y1='{y(j)}' x2='{right_x - 8}' y2='{y(t)}' data-s='{j}' "
+                f"data-t='{t}' data-a='{a:.4f}' stroke-opacity='{a:.4f}'><title>{html.escape(target_tokens[t])} ← "
+                f"{html.escape(source_tokens[j])}: {a:.3f}</title></line>"
+            )
+    for j, token in enumerate(source_tokens):
+        flagged = j in unknown_source
+        low = covered[j] < LOW_COVERAGE
+        width = 80 * min(float(covered[j]), 2.0) / 2.0
+        fill = FLAG_COLOR if low else "#4a7fb5"
+        parts.append(
+            f"<rect x='{bar_x}' y='{y(j) - 7}' width='{width:.1f}' height='14' fill='{fill}'>"
+            f"<title>coverage Σα = {covered[j]:.3f}</title></rect>"
+            f"<text x='{bar_x + 86}' y='{y(j) + 5}' class='cov'>{covered[j]:.2f}</text>"
+            f"<text class='tok{' flag' if flagged else ''}' x='{left_x}' y='{y(j) + 5}' text-anchor='end' "
+            f"data-side='s' data-i='{j}'>{html.escape(token)}{' ⚠ OOV' if flagged else ''}</text>"
+        )
+    for t, token in enumerate(target_tokens):
+        flagged = t in unknown_target
+        parts.append(
+            f"<text class='tok{' flag' if flagged else ''}' x='{right_x}' y='{y(t) + 5}' data-side='t' "
+            f"data-i='{t}'>{html.escape(token)}{' ⚠ &lt;unk&gt;' if flagged else ''}</text>"
+        )
+    script = (
+        "const lines=[...document.querySelectorAll('line.a')];"
+        "function show(side,i){lines.forEach(l=>{l.style.strokeOpacity=(l.dataset[side]===i)?"
+        "Math.max(+l.dataset.a,0.04):0;});}"
+        "function reset(){lines.forEach(l=>{l.style.strokeOpacity=l.dataset.a;});}"
+        "document.querySelectorAll('text.tok').forEach(t=>{"
+        "t.addEventListener('mouseenter',()=>show(t.dataset.side,t.dataset.i));"
+        "t.addEventListener('mouseleave',reset);});"
+    )
+    style = (
+        "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:12px;color:#111}"
+        "line.a{stroke:#1f5fa8;stroke-width:2.5}text.tok{font-size:15px;cursor:default;fill:#111}"
+        f"text.tok:hover{{font-weight:700}}text.flag{{fill:{FLAG_COLOR};font-weight:700}}"
+        "text.cov{font-size:11px;fill:#555}.head{font-size:13px;fill:#555}p{font-size:13px;color:#333;margin:4px 0}"
+    )
+    header = f"<h3 style='margin:0 0 4px 0'>{html.escape(title)}</h3>" if title else ""
+    notes = f"<p>{html.escape(note)}</p>" if note else ""
+    legend = (
+        "<p>Left: English (bar: coverage Σα, red below "
+        f"{LOW_COVERAGE}); right: German. Line opacity = α. Hover a word to see only its lines.</p>"
+    )
+    svg = (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{right_x + 260}' height='{height}' "
+        f"viewBox='0 0 {right_x + 260} {height}'>{''.join(parts)}</svg>"
+    )
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>"
+        + html.escape(title or "CoVe attention")
+        + f"</title><style>{style}</style></head><body>{header}{notes}{legend}{svg}<script>{script}</script>"
+        "</body></html>"
+    )
+
+
+def standalone_html(fig: go.Figure, title: str = "") -> str:
+    """The figure as a page that opens without a network (plotly.js is inlined, about 4.5 MB)."""
+    fig = go.Figure(fig)
+    if title:
+        fig.update_layout(title=title, margin={"t": 60})
+    return fig.to_html(include_plotlyjs=True, full_html=True)

@@ -1,16 +1,18 @@
-"""The k nearest occurrences of one occurrence in the original vector space (cosine similarity),
-shown as their sentences with the word highlighted."""
+"""The k nearest occurrences of one occurrence in the original vector space (cosine similarity), as
+keyword-in-context (KWIC) lines: the word in the middle, a fixed number of characters of context on
+either side, so that the hits line up. With gold senses, precision@k is the share of the k
+neighbours that have the query's sense."""
 
 from __future__ import annotations
 
-import re
+import html
 
 import numpy as np
 import pandas as pd
 
 from .projection import normalize_rows
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+KWIC_WIDTH = 26  # characters of context either side
 
 
 def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> pd.DataFrame:
@@ -25,21 +27,60 @@ def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> pd.DataF
     return pd.DataFrame({"occurrence": nearest, "similarity": similarity[nearest].astype(float)})
 
 
-def highlight(tokens: list[str], position: int, marker: str = "**") -> str:
-    """The sentence as Markdown, special characters escaped, the word at ``position`` in bold."""
-    escaped = [_MARKDOWN_SPECIAL.sub(r"\\\1", token) for token in tokens]
-    escaped[position] = f"{marker}{escaped[position]}{marker}"
-    return " ".join(escaped)
+def kwic(tokens: list[str], position: int, width: int = KWIC_WIDTH) -> tuple[str, str, str]:
+    """(left, word, right): at most ``width`` characters either side, cut with "…" where text goes on."""
+    left = " ".join(tokens[:position])
+    right = " ".join(tokens[position + 1 :])
+    if len(left) > width:
+        left = "…" + left[len(left) - width + 1 :]
+    if len(right) > width:
+        right = right[: width - 1] + "…"
+    return left, tokens[position], right
 
 
 def neighbour_table(
     records: list[dict], occurrences: pd.DataFrame, vectors: np.ndarray, index: int, k: int = 10
 ) -> pd.DataFrame:
-    """``nearest_neighbours`` with each neighbour's sense and highlighted sentence."""
+    """``nearest_neighbours`` with each neighbour's KWIC line, sense and whether it is the query's sense."""
     table = nearest_neighbours(vectors, index, k)
     rows = occurrences.iloc[table["occurrence"]]
-    table["sense"] = rows["sense"].to_numpy()
-    table["sentence"] = [
-        highlight(records[r]["tokens"], p) for r, p in zip(rows["record"], rows["position"], strict=True)
-    ]
+    senses = rows["sense"].to_numpy()
+    table["sense"] = senses
+    query_sense = occurrences["sense"].iloc[index]
+    table["same_sense"] = np.array([s is not None and not pd.isna(s) and s == query_sense for s in senses], dtype=bool)
+    lines = [kwic(records[r]["tokens"], p) for r, p in zip(rows["record"], rows["position"], strict=True)]
+    table["left"], table["word"], table["right"] = zip(*lines, strict=True) if lines else ((), (), ())
     return table
+
+
+def precision_at_k(table: pd.DataFrame, query_sense) -> float | None:
+    """Share of the neighbours with the query's gold sense; None without a gold sense."""
+    if query_sense is None or pd.isna(query_sense) or table.empty:
+        return None
+    return float(table["same_sense"].mean())
+
+
+def kwic_html(table: pd.DataFrame, query_sense=None, width: int = KWIC_WIDTH) -> str:
+    """The hits as one aligned monospace line each: rank, cosine, the left context right-aligned, the
+    word in bold, the right context, and the sense (✓ when it is the query's). Every text is escaped."""
+    has_sense = "sense" in table and table["sense"].notna().any()
+    rows = []
+    for rank, hit in enumerate(table.itertuples(index=False), start=1):
+        sense = ""
+        if has_sense:
+            mark = "✓ " if getattr(hit, "same_sense", False) else ("✗ " if query_sense else "")
+            sense = f"<td class='sense'>{mark}{html.escape(str(hit.sense or ''))}</td>"
+        rows.append(
+            f"<tr><td class='rank'>{rank}</td><td class='sim'>{hit.similarity:.3f}</td>"
+            f"<td class='left'>{html.escape(hit.left)}</td><td class='word'>{html.escape(hit.word)}</td>"
+            f"<td class='right'>{html.escape(hit.right)}</td>{sense}</tr>"
+        )
+    cell = "padding:1px 4px;white-space:nowrap;"
+    style = (
+        "<style>.kwic{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px;border-collapse:collapse;"
+        "line-height:1.45}.kwic td{" + cell + "}.kwic .left{text-align:right;width:" + f"{width}ch" + "}"
+        ".kwic .word{font-weight:700;text-align:center;background:#fff3c4}.kwic .right{text-align:left;width:"
+        + f"{width}ch"
+        + "}.kwic .rank,.kwic .sim{color:#555;text-align:right}.kwic .sense{color:#333}</style>"
+    )
+    return style + "<table class='kwic'>" + "".join(rows) + "</table>"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,7 @@ import pandas as pd
 
 from ..errors import ContextualError
 from .demo_corpus import DEMO_SENTENCES
+from .lemmas import matching_forms
 
 MAX_TEXT_CHARS = 200_000
 MAX_RECORDS = 50_000
@@ -117,24 +119,33 @@ def corpus_words(records: Iterable[dict]) -> list[str]:
     return [str(w).lower() for w in counts.str.lower().value_counts().index]
 
 
-def find_occurrences(records: list[dict], word: str, max_occurrences: int | None = None) -> pd.DataFrame:
-    """Every occurrence of ``word`` (case-insensitive), in corpus order, with its sentence."""
-    word = (word or "").strip().lower()
-    if not word:
+def find_occurrences(
+    records: list[dict], word: str, max_occurrences: int | None = None, lemmas: bool = True
+) -> pd.DataFrame:
+    """Every occurrence of ``word`` (case-insensitive; several forms may be given, comma-separated), in
+    corpus order, with its sentence. With ``lemmas`` and a lemmatizer (``analysis.lemmas``), every form
+    of the same lemma matches too ("run" finds "runs" and "ran")."""
+    query = [w.strip().lower() for w in (word or "").split(",") if w.strip()]
+    if not query:
         raise InputError("Enter a word to explore.")
-    if " " in word:
-        raise InputError(f"'{word}' has a space in it: the explorer looks at one token at a time.")
+    spaced = [w for w in query if " " in w]
+    if spaced:
+        raise InputError(f"'{spaced[0]}' has a space in it: the explorer looks at one token at a time.")
+    forms = set(query)
+    if lemmas:
+        forms = matching_forms(query, {token.lower() for record in records for token in record["tokens"]})
     rows = []
     for index, record in enumerate(records):
         tokens, target = record["tokens"], record.get("target")
         labelled_word = (record.get("word") or "").lower()
-        if target is not None and word in (labelled_word, tokens[target].lower()):
+        if target is not None and (labelled_word in forms or tokens[target].lower() in forms):
             positions = [target]
         else:
-            positions = [i for i, token in enumerate(tokens) if token.lower() == word]
+            positions = [i for i, token in enumerate(tokens) if token.lower() in forms]
         sense = record.get("sense") if target is not None else None
         for position in positions:
             rows.append((index, position, tokens[position], sense if position == target else None, " ".join(tokens)))
+    word = ", ".join(query)
     if not rows:
         raise InputError(f"'{word}' does not occur in this corpus: check the spelling or choose another word.")
     if len(rows) < MIN_OCCURRENCES:
@@ -144,3 +155,17 @@ def find_occurrences(records: list[dict], word: str, max_occurrences: int | None
         )
     frame = pd.DataFrame(rows, columns=OCCURRENCE_COLUMNS)
     return frame.iloc[:max_occurrences].reset_index(drop=True) if max_occurrences else frame
+
+
+def suggest_words(records: list[dict], limit: int = 12) -> list[str]:
+    """Words worth exploring in an unlabelled corpus: the most frequent alphabetic tokens (lowercased)
+    that are not stop words and occur at least ``MIN_OCCURRENCES`` times."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    counts = Counter(
+        token.lower()
+        for record in records
+        for token in record["tokens"]
+        if token.isalpha() and len(token) > 2 and token.lower() not in STOP_WORDS
+    )
+    return [word for word, count in counts.most_common(limit) if count >= MIN_OCCURRENCES]

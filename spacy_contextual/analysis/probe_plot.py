@@ -1,5 +1,7 @@
-"""The sense probe per layer (1-NN to sense centroids, 5-fold CV; ``analysis.sense_probe``) as
-grouped bars, one group per word, next to the most-frequent-sense baseline."""
+"""The sense probe per layer (1-NN to sense centroids, stratified 5-fold CV; ``analysis.sense_probe``)
+as grouped bars with 95 % bootstrap error bars, one group per word, next to the most-frequent-sense
+baseline. Layers are named per encoder; the type-level layer 0 is hatched. Every bar carries
+(word, layer) as ``customdata`` so that a click can open that word and layer elsewhere."""
 
 from __future__ import annotations
 
@@ -7,16 +9,32 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from .sense_probe import layer_heading
+
+MFS = "MFS baseline"
+FRAME_COLUMNS = ["word", "layer", "layer_index", "accuracy", "low", "high", "instances", "available", "senses"]
+
 
 def probe_frame(results: list[dict]) -> pd.DataFrame:
-    """Long form: word, layer ("layer j" or "MFS baseline"), accuracy, instances, senses."""
+    """Long form: word, layer (its name, or "MFS baseline"), layer_index (-1 for the baseline),
+    accuracy with its 95 % interval (low, high), instances (probed), available (before sampling), senses."""
     rows = []
     for result in results:
-        common = {"word": result["word"], "instances": result["instances"], "senses": result["senses"]}
-        for layer, accuracy in enumerate(result["layer_accuracy"]):
-            rows.append({**common, "layer": f"layer {layer}", "accuracy": float(accuracy)})
-        rows.append({**common, "layer": "MFS baseline", "accuracy": float(result["mfs_accuracy"])})
-    return pd.DataFrame(rows, columns=["word", "layer", "accuracy", "instances", "senses"])
+        common = {
+            "word": result["word"],
+            "instances": result["instances"],
+            "available": result.get("available", result["instances"]),
+            "senses": result["senses"],
+        }
+        for layer, (accuracy, (low, high)) in enumerate(
+            zip(result["layer_accuracy"], result["layer_interval"], strict=True)
+        ):
+            rows.append({**common, "layer": layer_heading(result, layer), "layer_index": layer,
+                         "accuracy": float(accuracy), "low": low, "high": high})  # fmt: skip
+        low, high = result["mfs_interval"]
+        rows.append({**common, "layer": MFS, "layer_index": -1, "accuracy": float(result["mfs_accuracy"]),
+                     "low": low, "high": high})  # fmt: skip
+    return pd.DataFrame(rows, columns=FRAME_COLUMNS)
 
 
 def probe_figure(results: list[dict]) -> go.Figure:
@@ -24,21 +42,38 @@ def probe_figure(results: list[dict]) -> go.Figure:
     fig = go.Figure()
     palette = px.colors.qualitative.D3
     for index, (layer, group) in enumerate(frame.groupby("layer", sort=False)):
-        is_baseline = layer == "MFS baseline"
+        is_baseline = layer == MFS
+        type_level = layer.endswith("(type-level)")
+        marker = (
+            {"color": "lightgray", "line": {"color": "black", "width": 1}}
+            if is_baseline
+            else {"color": palette[index % len(palette)], "pattern": {"shape": "/" if type_level else ""}}
+        )
         fig.add_bar(
             x=group["word"],
             y=group["accuracy"],
             name=layer,
             text=[f"{a:.3f}" for a in group["accuracy"]],
-            marker={"color": "lightgray", "line": {"color": "black", "width": 1}}
-            if is_baseline
-            else {"color": palette[index % len(palette)]},
-            hovertemplate="%{x} · " + layer + ": %{y:.3f}<extra></extra>",
+            textposition="inside",
+            marker=marker,
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": (group["high"] - group["accuracy"]).clip(lower=0),
+                "arrayminus": (group["accuracy"] - group["low"]).clip(lower=0),
+                "color": "#222",
+                "thickness": 1.2,
+            },
+            customdata=group[["word", "layer_index"]].to_numpy().tolist(),
+            hovertemplate="%{x} · " + layer + ": %{y:.3f}<extra>click: open in the Sense explorer</extra>",
         )
     fig.update_layout(
         barmode="group",
-        yaxis={"title": "accuracy (5-fold CV)", "range": [0, 1]},
-        height=420,
+        yaxis={"title": "accuracy (stratified 5-fold CV, 95 % bootstrap interval)", "range": [0, 1.05]},
+        xaxis={"tickfont": {"size": 14, "color": "#111"}},
+        height=460,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend_title_text="layer",
+        clickmode="event+select",
     )
     return fig

@@ -1,17 +1,34 @@
-"""Scatter plots of projected occurrences: one point per occurrence, coloured by cluster or gold
-sense, the sentence (around the word) on hover, the occurrence index as ``customdata`` so that a
-clicked point can be traced back."""
+"""Scatter plots of projected occurrences.
+
+* ``sense_scatter``: one point per occurrence, coloured by gold sense, cluster or word form, the
+  sentence (around the word) on hover, the occurrence index as ``customdata`` so that a clicked point
+  can be traced back; the selected occurrence (a star) and its k nearest neighbours (rings) drawn on
+  top; the axes titled (PCA: with the share of variance).
+* ``word_form_frame`` / ``word_form_figure``: a type-level layer (char-CNN, GloVe) gives every
+  occurrence of a word form the same vector, so it is drawn as one labelled point per distinct
+  vector, sized and labelled by its count, with its senses on hover.
+* ``small_multiples``: the same occurrences in every layer and a mix, side by side, each panel titled
+  with its sense-purity score.
+"""
 
 from __future__ import annotations
 
 import html
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .projection import Projection, project
 
 HOVER_CONTEXT = 8  # tokens either side of the word
+PALETTE = px.colors.qualitative.D3  # distinct hues (Streamlit's theme uses shades of two)
+COLOR_OPTIONS = ("sense", "cluster", "form")
+SELECTED_NAME, NEIGHBOURS_NAME = "selected", "nearest neighbours"
+AXIS_FONT = {"size": 13, "color": "#222"}
 
 
 def snippet(tokens: list[str], position: int, context: int = HOVER_CONTEXT) -> str:
@@ -25,13 +42,14 @@ def snippet(tokens: list[str], position: int, context: int = HOVER_CONTEXT) -> s
 def point_frame(
     records: list[dict], occurrences: pd.DataFrame, coords: np.ndarray, clusters: np.ndarray | None = None
 ) -> pd.DataFrame:
-    """What a scatter shows: x, y, occurrence index, cluster, gold sense, hover text."""
+    """What a scatter shows: x, y, occurrence index, cluster, gold sense, word form, hover text."""
     frame = pd.DataFrame(
         {
             "x": coords[:, 0],
             "y": coords[:, 1],
             "occurrence": np.arange(len(occurrences)),
             "sense": occurrences["sense"].fillna("(none)").astype(str).to_numpy(),
+            "form": occurrences["token"].astype(str).to_numpy(),
             "context": [
                 snippet(records[r]["tokens"], p)
                 for r, p in zip(occurrences["record"], occurrences["position"], strict=True)
@@ -43,36 +61,195 @@ def point_frame(
     return frame
 
 
-def sense_scatter(frame: pd.DataFrame, color: str = "cluster", title: str = "", height: int = 480) -> go.Figure:
-    """``color``: "cluster" or "sense". WebGL above 1,000 points (plotly's own switch)."""
+def color_map(values) -> dict[str, str]:
+    """One fixed colour per category (sorted), so that every panel colours a sense the same."""
+    return {value: PALETTE[i % len(PALETTE)] for i, value in enumerate(sorted(set(values)))}
+
+
+def _hover(frame: pd.DataFrame) -> list:
+    return np.column_stack([frame["occurrence"], frame["context"], frame["sense"], frame["form"]]).tolist()
+
+
+HOVER = "%{customdata[1]}<br>sense: %{customdata[2]} · form: %{customdata[3]}<extra>#%{customdata[0]}</extra>"
+
+
+def sense_scatter(
+    frame: pd.DataFrame,
+    color: str = "cluster",
+    title: str = "",
+    axis_titles: tuple[str, str] = ("", ""),
+    selected: int | None = None,
+    neighbours=(),
+    height: int = 620,
+) -> go.Figure:
+    """``color``: "sense", "cluster" or "form". WebGL above 1,000 points."""
     if color not in frame.columns:
         raise ValueError(f"cannot colour by '{color}': the frame has {', '.join(frame.columns)}")
-    fig = px.scatter(
-        frame,
-        x="x",
-        y="y",
-        color=color,
-        category_orders={color: sorted(frame[color].unique())},
-        custom_data=["occurrence", "context", "sense"],
-        color_discrete_sequence=px.colors.qualitative.D3,  # distinct hues (Streamlit's theme uses shades of two)
+    fig = go.Figure()
+    colors = color_map(frame[color])
+    marker_size = 8 if len(frame) < 1000 else 4
+    scatter = go.Scatter if len(frame) <= 1000 else go.Scattergl
+    for value, group in frame.groupby(color, sort=True):
+        fig.add_trace(
+            scatter(
+                x=group["x"],
+                y=group["y"],
+                mode="markers",
+                name=str(value),
+                marker={"size": marker_size, "opacity": 0.8, "color": colors[value]},
+                customdata=_hover(group),
+                hovertemplate=HOVER,
+            )
+        )
+    neighbours = list(neighbours)
+    if neighbours:
+        hits = frame.iloc[neighbours]
+        fig.add_trace(
+            go.Scatter(
+                x=hits["x"],
+                y=hits["y"],
+                mode="markers",
+                name=f"{len(hits)} {NEIGHBOURS_NAME}",
+                marker={"size": 16, "symbol": "circle-open", "line": {"width": 2.5}, "color": "#111"},
+                customdata=_hover(hits),
+                hovertemplate=HOVER,
+            )
+        )
+    if selected is not None:
+        query = frame.iloc[[selected]]
+        fig.add_trace(
+            go.Scatter(
+                x=query["x"],
+                y=query["y"],
+                mode="markers",
+                name=f"{SELECTED_NAME} #{selected}",
+                marker={"size": 20, "symbol": "star", "color": "#ffd400", "line": {"width": 1.5, "color": "#111"}},
+                customdata=_hover(query),
+                hovertemplate=HOVER,
+            )
+        )
+    fig.update_layout(
         title=title,
         height=height,
+        legend_title_text=color,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        xaxis={"title": {"text": axis_titles[0], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
+        yaxis={"title": {"text": axis_titles[1], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
+        clickmode="event+select",
     )
-    fig.update_traces(
-        marker={"size": 7 if len(frame) < 1000 else 4, "opacity": 0.8},
-        hovertemplate="%{customdata[1]}<br>sense: %{customdata[2]}<extra>#%{customdata[0]}</extra>",
-    )
+    return fig
+
+
+def word_form_frame(occurrences: pd.DataFrame, static: np.ndarray) -> tuple[pd.DataFrame, tuple[str, str]]:
+    """One row per distinct type-level vector: x, y, the word form(s) it stands for, its count, its
+    senses, and the first occurrence that has it; and the axis titles."""
+    keys, inverse = np.unique(np.asarray(static, dtype=np.float32).round(5), axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    if len(keys) >= 3:
+        projection = project(keys, "pca")
+    else:  # one or two forms: nothing to project
+        coords = np.array([[-1.0, 0.0], [1.0, 0.0]][: len(keys)] if len(keys) == 2 else [[0.0, 0.0]])
+        projection = Projection(coords.astype(np.float32), ("", ""))
+    rows = []
+    for group in range(len(keys)):
+        members = np.flatnonzero(inverse == group)
+        forms = sorted(set(occurrences["token"].iloc[members]))
+        senses = Counter(occurrences["sense"].iloc[members].dropna())
+        rows.append(
+            {
+                "x": projection.coords[group, 0],
+                "y": projection.coords[group, 1],
+                "form": " / ".join(forms),
+                "count": len(members),
+                "senses": " · ".join(f"{s} {c:,}" for s, c in senses.most_common()) or "(no gold senses)",
+                "sense": senses.most_common(1)[0][0] if senses else "(none)",
+                "occurrence": int(members[0]),
+            }
+        )
+    frame = pd.DataFrame(rows).sort_values(["count", "form"], ascending=[False, True], ignore_index=True)
+    return frame, projection.axis_titles
+
+
+def word_form_figure(
+    frame: pd.DataFrame, title: str = "", axis_titles: tuple[str, str] = ("", ""), height: int = 420
+) -> go.Figure:
+    fig = go.Figure(_word_form_trace(frame))
     fig.update_layout(
-        xaxis_title=None, yaxis_title=None, legend_title_text=color, margin={"l": 10, "r": 10, "t": 40, "b": 10}
+        title=title,
+        height=height,
+        showlegend=False,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        xaxis={"title": {"text": axis_titles[0], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
+        yaxis={"title": {"text": axis_titles[1], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
+    )
+    return fig
+
+
+def _word_form_trace(frame: pd.DataFrame, showlegend: bool = False) -> go.Scatter:
+    sizes = 12 + 30 * np.sqrt(frame["count"] / frame["count"].max())
+    return go.Scatter(
+        x=frame["x"],
+        y=frame["y"],
+        mode="markers+text",
+        text=[f"{form} ×{count:,}" for form, count in zip(frame["form"], frame["count"], strict=True)],
+        textposition="top center",
+        textfont={"size": 13, "color": "#111"},
+        marker={"size": sizes, "color": "#7f7f7f", "opacity": 0.6, "line": {"width": 1, "color": "#333"}},
+        customdata=np.column_stack([frame["form"], frame["count"], frame["senses"]]).tolist(),
+        hovertemplate="<b>%{customdata[0]}</b> ×%{customdata[1]}<br>%{customdata[2]}<extra>one vector</extra>",
+        showlegend=showlegend,
+        name="word form",
+        cliponaxis=False,
+    )
+
+
+def small_multiples(panels: list[dict], color: str, height: int = 380) -> go.Figure:
+    """``panels``: dicts with "title", "axis_titles" and either "points" (a ``point_frame``) or
+    "word_forms" (a ``word_form_frame``). Colours are shared by all panels; the legend shows each once."""
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p["title"] for p in panels], horizontal_spacing=0.07)
+    colors = color_map(pd.concat([p["points"][color] for p in panels if "points" in p]))
+    shown = set()
+    for column, panel in enumerate(panels, start=1):
+        if "word_forms" in panel:
+            fig.add_trace(_word_form_trace(panel["word_forms"]), row=1, col=column)
+        else:
+            points = panel["points"]
+            scatter = go.Scatter if len(points) <= 1000 else go.Scattergl
+            for value, group in points.groupby(color, sort=True):
+                fig.add_trace(
+                    scatter(
+                        x=group["x"],
+                        y=group["y"],
+                        mode="markers",
+                        name=str(value),
+                        legendgroup=str(value),
+                        showlegend=value not in shown,
+                        marker={"size": 6 if len(points) < 1000 else 3, "opacity": 0.75, "color": colors[value]},
+                        customdata=_hover(group),
+                        hovertemplate=HOVER,
+                    ),
+                    row=1,
+                    col=column,
+                )
+                shown.add(value)
+        fig.update_xaxes(title={"text": panel["axis_titles"][0], "font": {"size": 11}}, row=1, col=column)
+        fig.update_yaxes(title={"text": panel["axis_titles"][1], "font": {"size": 11}}, row=1, col=column)
+    fig.update_annotations(font={"size": 13, "color": "#111"})
+    fig.update_layout(
+        height=height,
+        legend={"orientation": "h", "y": -0.22, "title": {"text": color}},
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
     )
     return fig
 
 
 def silhouette_figure(silhouettes: dict[int, float]) -> go.Figure:
-    """Silhouette against k, when k was chosen automatically."""
+    """Silhouette against k, when k was chosen automatically, with the "no substantial structure" band shaded."""
     ks = sorted(silhouettes)
-    fig = go.Figure(go.Scatter(x=ks, y=[silhouettes[k] for k in ks], mode="lines+markers"))
+    fig = go.Figure(go.Scatter(x=ks, y=[silhouettes[k] for k in ks], mode="lines+markers", name="silhouette"))
+    fig.add_hrect(y0=min(0.0, *silhouettes.values()), y1=0.25, fillcolor="#f4cccc", opacity=0.4, line_width=0)
+    fig.add_annotation(x=ks[0], y=0.24, text="below 0.25: no substantial structure", showarrow=False, xanchor="left")
     fig.update_layout(
-        xaxis_title="k", yaxis_title="silhouette", height=240, margin={"l": 10, "r": 10, "t": 10, "b": 10}
+        xaxis_title="k", yaxis_title="silhouette", height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10}
     )
     return fig

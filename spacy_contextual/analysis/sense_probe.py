@@ -1,14 +1,21 @@
 """The ELMo paper's word-sense probe (Peters et al. 2018, §5.3): 1-nearest-neighbour to sense centroids.
 
-For every word, with 5-fold cross-validation over its instances and every layer j separately:
+For every word, with stratified k-fold cross-validation over its instances and every layer j separately:
 
     centroid_{s,j} = mean of the layer-j vectors of the target token over the training-fold
                      instances of sense s
     prediction     = argmax_s cos(v_j, centroid_{s,j})         for a held-out instance's vector v_j
 
-accuracy_j = correct predictions / instances (over all folds). The baseline predicts the most
-frequent sense of the training folds. Works with any encoder given as a callable
-``embed(list of token lists) -> list of arrays (n_layers, n_tokens, dim)`` (ELMo, CoVe, ...).
+accuracy_j = correct predictions / instances (over all folds), with a 95 % bootstrap interval
+(instances resampled with replacement). Every fold holds each sense in the proportion of the whole
+word (stratified), so the baseline, the most frequent sense (MFS) of the training folds, scores
+the majority share and never falls below it by chance. A word with more instances than
+``max_per_word`` is sampled per sense, in proportion to the sense counts (seeded), never the first n.
+Layer 0 of ELMo (char-CNN) and CoVe (GloVe) is type-level: one vector per word form, whatever the
+context, so its "accuracy" only says which word forms go with which sense.
+
+Works with any encoder given as a callable ``embed(list of token lists) -> list of arrays
+(n_layers, n_tokens, dim)`` (ELMo, CoVe, ...).
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ import numpy as np
 from ..types import PathLike
 
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
+TYPE_LEVEL_LAYER = 0  # char-CNN / GloVe: one vector per word form
+MIN_INSTANCES_PER_SENSE = 5  # fewer: a warning (too few held-out predictions to trust)
+BOOTSTRAP_SAMPLES = 1000
 
 
 def read_sense_file(path: PathLike) -> list[dict]:
@@ -54,6 +64,57 @@ def read_sense_file(path: PathLike) -> list[dict]:
     return instances
 
 
+def labelled_instances(records: Iterable[dict]) -> list[dict]:
+    """The records that have a target and a sense, each with its (lowercased) word."""
+    return [
+        {**record, "word": (record.get("word") or record["tokens"][record["target"]]).lower()}
+        for record in records
+        if record.get("target") is not None and record.get("sense")
+    ]
+
+
+def sense_quotas(counts: dict[str, int], n: int, minimum: int = MIN_INSTANCES_PER_SENSE) -> dict[str, int]:
+    """How many instances of each sense a sample of ``n`` takes: proportional to ``counts`` (largest
+    remainder), each sense raised to min(its count, ``minimum``) where ``n`` allows it."""
+    total = sum(counts.values())
+    if n >= total:
+        return dict(counts)
+    exact = {s: n * c / total for s, c in counts.items()}
+    quotas = {s: int(e) for s, e in exact.items()}
+    for s in sorted(exact, key=lambda s: quotas[s] - exact[s])[: n - sum(quotas.values())]:
+        quotas[s] += 1
+    for s in sorted(counts, key=counts.get):  # rare senses first
+        while quotas[s] < min(counts[s], minimum):
+            donor = max(quotas, key=lambda d: quotas[d] - min(counts[d], minimum))
+            if quotas[donor] <= min(counts[donor], minimum):
+                break
+            quotas[donor] -= 1
+            quotas[s] += 1
+    return quotas
+
+
+def sample_per_sense(instances: Sequence[dict], max_per_word: int | None, seed: int = 0) -> list[dict]:
+    """At most ``max_per_word`` instances of every word, drawn at random (seeded) within each sense in
+    the numbers ``sense_quotas`` gives; the chosen instances keep their corpus order."""
+    if max_per_word is None:
+        return list(instances)
+    rng = np.random.RandomState(seed)
+    by_word: dict[str, list[int]] = {}
+    for index, item in enumerate(instances):
+        by_word.setdefault(item["word"], []).append(index)
+    chosen: list[int] = []
+    for indices in by_word.values():
+        by_sense: dict[str, list[int]] = {}
+        for index in indices:
+            by_sense.setdefault(instances[index]["sense"], []).append(index)
+        quotas = sense_quotas({s: len(members) for s, members in by_sense.items()}, max_per_word)
+        for sense in sorted(by_sense):
+            members = by_sense[sense]
+            take = quotas[sense]
+            chosen += [int(i) for i in rng.choice(members, take, replace=False)] if take < len(members) else members
+    return [instances[i] for i in sorted(chosen)]
+
+
 def target_vectors(instances: Sequence[dict], embed: Embed, chunk_size: int = 256) -> np.ndarray:
     """(instances, n_layers, dim): every layer's vector of each instance's target token."""
     out = []
@@ -67,12 +128,18 @@ def target_vectors(instances: Sequence[dict], embed: Embed, chunk_size: int = 25
     return np.stack(out)
 
 
-def fold_ids(n: int, folds: int, seed: int) -> np.ndarray:
-    """Fold of every instance: a seeded permutation cut into ``folds`` nearly equal parts."""
-    order = np.random.RandomState(seed).permutation(n)
-    ids = np.empty(n, dtype=int)
-    for fold, part in enumerate(np.array_split(order, folds)):
-        ids[part] = fold
+def fold_ids(senses: Sequence[str], folds: int, seed: int) -> np.ndarray:
+    """Fold of every instance, stratified: each sense's instances, in a seeded random order, are dealt
+    to the folds in turn (continuing where the previous sense stopped, so fold sizes stay within one)."""
+    labels = np.asarray(senses)
+    rng = np.random.RandomState(seed)
+    ids = np.empty(len(labels), dtype=int)
+    dealt = 0
+    for sense in sorted(set(labels.tolist())):
+        members = np.flatnonzero(labels == sense)
+        rng.shuffle(members)
+        ids[members] = (dealt + np.arange(len(members))) % folds
+        dealt += len(members)
     return ids
 
 
@@ -83,64 +150,149 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def centroid_predictions(
     vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Cross-validated predictions for one word's ``vectors`` (n, layers, dim): the most frequent
-    sense of each instance's training folds (n,), and its nearest sense centroid per layer (n, layers)."""
+    sense of each instance's training folds (n,), its nearest sense centroid per layer (n, layers),
+    and the majority share of the training folds (the mean over folds of the MFS's share there)."""
     n = len(senses)
     if n < folds:
         raise ValueError(f"{n} instances cannot be split into {folds} folds")
     labels = np.asarray(senses)
-    fold = fold_ids(n, folds, seed)
+    fold = fold_ids(labels, folds, seed)
     mfs_predicted = np.empty(n, dtype=labels.dtype)
     layer_predicted = np.empty((n, vectors.shape[1]), dtype=labels.dtype)
+    shares = []
     for k in range(folds):
         train, test = fold != k, fold == k
         names = sorted(set(labels[train]))
         counts = Counter(labels[train])
-        mfs_predicted[test] = max(names, key=lambda s: (counts[s], -names.index(s)))
+        majority = max(names, key=lambda s: (counts[s], -names.index(s)))
+        mfs_predicted[test] = majority
+        shares.append(counts[majority] / train.sum())
         centroids = np.stack(
             [vectors[train & (labels == s)].mean(axis=0) for s in names], axis=1
         )  # (layers, senses, dim)
         similarity = np.einsum("nld,lsd->nls", _unit(vectors[test]), _unit(centroids))
         layer_predicted[test] = np.asarray(names)[similarity.argmax(-1)]
-    return mfs_predicted, layer_predicted
+    return mfs_predicted, layer_predicted, float(np.mean(shares))
 
 
-def probe_word(vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0) -> dict:
-    """Cross-validated MFS and per-layer centroid accuracy for one word's ``vectors`` (n, layers, dim)."""
+def bootstrap_intervals(correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> np.ndarray:
+    """95 % percentile intervals of the mean of each column of ``correct`` (n, m) booleans: (m, 2)."""
+    rng = np.random.RandomState(seed)
+    draws = rng.randint(0, len(correct), size=(samples, len(correct)))
+    means = correct.astype(np.float32)[draws].mean(axis=1)  # (samples, m)
+    return np.percentile(means, [2.5, 97.5], axis=0).T
+
+
+def word_warnings(word: str, senses: Sequence[str], minimum: int = MIN_INSTANCES_PER_SENSE) -> list[str]:
+    counts = Counter(senses)
+    if len(counts) == 1:
+        return [
+            f"'{word}' has one sense ({next(iter(counts))}) among its {len(senses)} instances: every layer scores "
+            "1.000 trivially; there is nothing to probe."
+        ]
+    rare = [f"{sense} ({count})" for sense, count in sorted(counts.items()) if count < minimum]
+    if rare:
+        return [
+            f"'{word}': {', '.join(rare)} {'has' if len(rare) == 1 else 'have'} fewer than {minimum} instances: "
+            "too few held-out predictions to trust the accuracy."
+        ]
+    return []
+
+
+def probe_word(
+    vectors: np.ndarray,
+    senses: Sequence[str],
+    folds: int = 5,
+    seed: int = 0,
+    layer_labels: Sequence[str] | None = None,
+    word: str = "",
+) -> dict:
+    """Cross-validated MFS and per-layer centroid accuracy for one word's ``vectors`` (n, layers, dim),
+    with bootstrap intervals, the layers' names (layer 0 marked type-level) and warnings."""
     labels = np.asarray(senses)
-    mfs_predicted, layer_predicted = centroid_predictions(vectors, senses, folds, seed)
+    mfs_predicted, layer_predicted, majority_share = centroid_predictions(vectors, senses, folds, seed)
+    correct = np.column_stack([mfs_predicted == labels, layer_predicted == labels[:, None]])
+    intervals = bootstrap_intervals(correct, seed=seed)
+    n_layers = vectors.shape[1]
+    names = list(layer_labels) if layer_labels is not None else [f"layer {j}" for j in range(n_layers)]
+    if len(names) != n_layers:
+        raise ValueError(f"{len(names)} layer labels for {n_layers} layers")
+    counts = Counter(labels.tolist())
     return {
         "instances": len(labels),
-        "senses": len(set(senses)),
-        "mfs_accuracy": float((mfs_predicted == labels).mean()),
-        "layer_accuracy": (layer_predicted == labels[:, None]).mean(0).tolist(),
+        "senses": len(counts),
+        "sense_counts": dict(sorted(counts.items())),
+        "majority_share": majority_share,
+        "mfs_accuracy": float(correct[:, 0].mean()),
+        "mfs_interval": intervals[0].tolist(),
+        "layer_accuracy": correct[:, 1:].mean(0).tolist(),
+        "layer_interval": intervals[1:].tolist(),
+        "layers": names,
+        "type_level": [j == TYPE_LEVEL_LAYER for j in range(n_layers)],
+        "warnings": word_warnings(word or "this word", labels.tolist()),
     }
 
 
-def sense_probe(instances: Iterable[dict], embed: Embed, folds: int = 5, seed: int = 0) -> list[dict]:
-    """One result per word (in order of first appearance):
-    ``{"word", "instances", "senses", "mfs_accuracy", "layer_accuracy": [layer 0, layer 1, ...]}``."""
+def sense_probe(
+    instances: Iterable[dict],
+    embed: Embed,
+    folds: int = 5,
+    seed: int = 0,
+    max_per_word: int | None = None,
+    layer_labels: Sequence[str] | None = None,
+) -> list[dict]:
+    """One result per word (in order of first appearance): ``{"word", "available", "instances",
+    "senses", "sense_counts", "majority_share", "mfs_accuracy", "mfs_interval", "layer_accuracy",
+    "layer_interval", "layers", "type_level", "warnings"}``; ``available`` counts the word's
+    instances before sampling (``max_per_word``)."""
+    instances = list(instances)
+    available = Counter(item["word"] for item in instances)
     by_word: dict[str, list[dict]] = {}
-    for item in instances:
+    for item in sample_per_sense(instances, max_per_word, seed):
         by_word.setdefault(item["word"], []).append(item)
     results = []
     for word, items in by_word.items():
         vectors = target_vectors(items, embed)
-        results.append({"word": word, **probe_word(vectors, [item["sense"] for item in items], folds, seed)})
+        result = probe_word(vectors, [item["sense"] for item in items], folds, seed, layer_labels, word)
+        results.append({"word": word, "available": available[word], **result})
     return results
 
 
+def layer_heading(result: dict, layer: int) -> str:
+    """ "char-CNN (type-level)", "LSTM-1", ...: the layer's name as tables and charts show it."""
+    name = result["layers"][layer]
+    return f"{name} (type-level)" if result["type_level"][layer] else name
+
+
 def format_table(results: Sequence[dict]) -> str:
-    """A plain-text table: word, instances, senses, MFS, accuracy per layer."""
-    layers = max(len(r["layer_accuracy"]) for r in results)
-    header = ["word", "instances", "senses", "MFS"] + [f"layer {j}" for j in range(layers)]
+    """A plain-text table: word, instances, senses, MFS, accuracy per layer with its 95 % interval; the
+    warnings and a note on the type-level layer below."""
+    widest = max(results, key=lambda r: len(r["layer_accuracy"]))
+    header = ["word", "instances", "senses", "MFS"] + [
+        layer_heading(widest, j) for j in range(len(widest["layer_accuracy"]))
+    ]
+
+    def cell(value: float, interval: Sequence[float]) -> str:
+        return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
     rows = [
-        [r["word"], str(r["instances"]), str(r["senses"]), f"{r['mfs_accuracy']:.3f}"]
-        + [f"{a:.3f}" for a in r["layer_accuracy"]]
+        [
+            r["word"],
+            f"{r['instances']}" + (f" of {r['available']}" if r["available"] > r["instances"] else ""),
+            str(r["senses"]),
+            cell(r["mfs_accuracy"], r["mfs_interval"]),
+        ]
+        + [cell(a, i) for a, i in zip(r["layer_accuracy"], r["layer_interval"], strict=True)]
         for r in results
     ]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.append(
+        "Accuracy [95 % bootstrap interval], stratified folds; MFS = most frequent sense of the training folds. "
+        "Type-level: one vector per word form, so it can only tell senses apart by word form."
+    )
+    lines += [f"warning: {warning}" for r in results for warning in r["warnings"]]
     return "\n".join(lines)

@@ -118,9 +118,13 @@ def sense_probe_command(
     model: str | None = typer.Option(None, "--model", help="Model directory or 'default' (the bundled model)"),
     encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
     folds: int = typer.Option(5, "--folds", min=2),
+    max_per_word: int | None = typer.Option(
+        None, "--max-per-word", min=2, help="Sample at most this many instances per word, stratified by sense"
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sampling, the folds and the bootstrap"),
     json_out: Path | None = typer.Option(None, "--json", help="Write the results (a list, one object per word)"),
 ) -> None:
-    """The ELMo paper's WSD probe: per word, 5-fold CV nearest sense centroid per layer vs. MFS."""
+    """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""
     from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
     from ..embedders import load_encoder
 
@@ -129,7 +133,9 @@ def sense_probe_command(
     embedder = load_encoder(encoder, model)
     results = []
     for path in files:
-        results += sense_probe(read_sense_file(path), embedder.embed_sentences, folds=folds)
+        results += sense_probe(
+            read_sense_file(path), embedder.embed_sentences, folds, seed, max_per_word, embedder.layer_labels
+        )
     typer.echo(format_table(results))
     if json_out:
         json_out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

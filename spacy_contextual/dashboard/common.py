@@ -1,5 +1,6 @@
 """What the pages share: page setup, model defaults (bundled models, overridable by environment
-variables), cached model loading, and the encoder picker."""
+variables), cached model loading, the encoder picker, layer names, and the links between pages
+(a click on one chart read back before it is redrawn; one page opening another with a state)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from ..analysis.sense_probe import TYPE_LEVEL_LAYER
+from ..analysis.vectors import MIX, occurrence_layers
 from ..embedders import Embedder, load_encoder
 from ..formats.bundled import KINDS
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
@@ -42,12 +45,21 @@ def cached_encoder(kind: str, model: str) -> Embedder:
         ) from None
 
 
-def encoder_picker(key: str) -> tuple[str, str]:
+@st.cache_data(max_entries=8, show_spinner="Embedding the sentences…")
+def cached_occurrence_layers(
+    kind: str, model: str, corpus_digest: str, word: str, max_occurrences: int, _records, _occurrences
+):
+    """All layers of every occurrence (``analysis.vectors.occurrence_layers``); keyed by encoder, model,
+    corpus and word (the records themselves are not hashed)."""
+    return occurrence_layers(cached_encoder(kind, model).embed_sentences, _records, _occurrences)
+
+
+def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0) -> tuple[str, str]:
     """Sidebar widgets: the encoder kind and its model directory."""
     with st.sidebar:
-        kind = st.radio("Encoder", ENCODERS, horizontal=True, key=f"{key}_encoder")
+        kind = st.radio(label, ENCODERS, index=kind_index, horizontal=True, key=f"{key}_encoder")
         model = st.text_input(
-            "Model directory",
+            f"{label}: model directory" if label != "Encoder" else "Model directory",
             value=default_model(kind),
             key=f"{key}_model_{kind}",
             help="'default' = the bundled model",
@@ -70,3 +82,51 @@ def sense_data_dir() -> Path | None:
         return Path(os.environ[SENSE_DATA_ENV])
     checkout = Path(__file__).resolve().parents[3] / "shared" / "data" / "senses"
     return checkout if checkout.is_dir() else None
+
+
+def layer_label(labels: list[str], layer, mix_name: str = "uniform") -> str:
+    """ "char-CNN (type-level)", "LSTM-2", "mix (uniform)": a layer choice as the controls show it."""
+    if layer == MIX:
+        return f"mix ({mix_name})"
+    return f"{labels[layer]} (type-level)" if layer == TYPE_LEVEL_LAYER else labels[layer]
+
+
+def clicked_point(key: str) -> list | None:
+    """The customdata of the point clicked on the chart with ``key`` in the previous run, read before
+    the chart is drawn again (so a page can highlight the click on the new figure)."""
+    event = st.session_state.get(key) or {}
+    for point in (event.get("selection") or {}).get("points", []):
+        if point.get("customdata") is not None:
+            return list(point["customdata"])
+    return None
+
+
+def follow_click(chart_key: str, state_key: str, value) -> None:
+    """Set ``state_key`` (a widget's key) to ``value`` when it comes from a new click on ``chart_key``:
+    a selection kept from before must not undo a later choice made in the widget itself."""
+    last = f"{chart_key}_last_click"
+    if value is not None and value != st.session_state.get(last):
+        st.session_state[state_key] = value
+    st.session_state[last] = value
+
+
+def open_page(name: str, state: dict) -> None:
+    """Switch to page ``name`` ("sense_explorer", ...) and hand it ``state`` (read once with ``opened``)."""
+    st.session_state[f"{name}_opened"] = state
+    st.switch_page(PAGES.get(name) or PAGE_FILES[name])
+
+
+def opened(name: str) -> dict | None:
+    """What ``open_page`` handed this page, once."""
+    return st.session_state.pop(f"{name}_opened", None)
+
+
+# the pages of ``app/`` (file-based); ``dashboard/main.py`` registers its st.Page objects in PAGES instead
+PAGE_FILES = {
+    "sense_explorer": "pages/1_Sense_explorer.py",
+    "layer_weights": "pages/2_Layer_weights.py",
+    "cove_attention": "pages/3_CoVe_attention.py",
+    "layer_probe": "pages/4_Layer_probe.py",
+    "compare_models": "pages/5_Compare_models.py",
+}
+PAGES: dict = {}

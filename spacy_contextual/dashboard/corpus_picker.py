@@ -1,5 +1,6 @@
-"""The corpus widgets shared by the sense explorer and the layer probe: bundled demo sentences,
-pasted text, an uploaded text or JSONL file, or a sense-labelled JSONL file on disk."""
+"""The corpus widgets shared by the sense explorer, the layer probe and the model comparison: bundled
+demo sentences, pasted text, an uploaded text or JSONL file, or a sense-labelled JSONL file on disk;
+and the word picker."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import json
 
 import streamlit as st
 
-from ..analysis.occurrences import InputError, demo_corpus, read_sense_jsonl, text_corpus
+from ..analysis.lemmas import lemmatizer_note
+from ..analysis.occurrences import InputError, corpus_words, demo_corpus, read_sense_jsonl, suggest_words, text_corpus
 from .common import sense_data_dir
 
 DEMO, PASTE, UPLOAD, JSONL = "Demo sentences", "Paste text", "Upload a file", "Sense-labelled JSONL"
@@ -46,6 +48,9 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
             payload = st.text_area(
                 "Text", key=f"{key}_text", height=160, placeholder="Paste English text (up to 200,000 characters)."
             )
+            if not (payload or "").strip():
+                st.info("Paste some English text above: the page then suggests words that occur in it often.")
+                st.stop()
         elif source == UPLOAD:
             uploaded = st.file_uploader(
                 "Text, .jsonl or .jsonl.gz file", type=["txt", "jsonl", "gz"], key=f"{key}_upload"
@@ -68,3 +73,37 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
         st.error(str(error))
         st.stop()
     return records, digest, source
+
+
+def word_picker(key: str, records: list[dict], digest: str, source: str) -> str:
+    """Sidebar: the word (or forms) to look at, with the corpus's labelled or frequent words as one-click
+    suggestions; a new corpus starts at its own first word (the demo: "play")."""
+    words = corpus_words(records)
+    suggestions = words if words else suggest_words(records)
+    keep = st.session_state.pop(f"{key}_keep_word", False)
+    if st.session_state.get(f"{key}_word_corpus") != digest:  # a new corpus starts at its own word
+        st.session_state[f"{key}_word_corpus"] = digest
+        if not keep:
+            default = "play" if source == DEMO else (suggestions[0] if suggestions else "")
+            st.session_state[f"{key}_word"] = default
+
+    def take_suggestion():
+        choice = st.session_state[f"{key}_suggestion"]
+        if choice:
+            st.session_state[f"{key}_word"] = choice
+        st.session_state[f"{key}_suggestion"] = None
+
+    with st.sidebar:
+        word = st.text_input(
+            "Word (or several forms, comma-separated)", key=f"{key}_word", help="e.g. serve, served, serves"
+        )
+        if suggestions:
+            st.pills(
+                "Labelled words" if words else "Frequent words here",
+                suggestions[:12],
+                key=f"{key}_suggestion",
+                on_change=take_suggestion,
+            )
+        note = lemmatizer_note()
+        st.caption(note or "Lemma-aware: a word also finds its other forms (run → runs, ran).")
+    return word.strip().lower()

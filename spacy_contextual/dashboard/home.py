@@ -12,12 +12,22 @@ from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV
 PAGES = [
     (
         "Sense explorer",
-        "every occurrence of a word in a corpus, projected and clustered; static next to contextual; nearest "
-        "occurrences; projector export",
+        "every occurrence of a word, projected (PCA live, UMAP on demand) and clustered; click a point to mark its "
+        "nearest occurrences and read them as aligned KWIC lines; every layer side by side with its sense purity; "
+        "the nearest tokens of any word; projector export",
     ),
-    ("Layer weights", "the softmax(s_j) and γ each listener of a trained pipeline learned"),
-    ("CoVe attention", "translate an English sentence and see the decoder's attention α"),
-    ("Layer probe", "word-sense 1-NN accuracy per layer against the most-frequent-sense baseline"),
+    ("Layer weights", "the softmax(s_j) and γ each listener of a trained pipeline learned (a shipped EWT example)"),
+    (
+        "CoVe attention",
+        "translate an English sentence and audit the decoder's attention α: coverage, OOV words, heatmap or lines, "
+        "HTML export",
+    ),
+    (
+        "Layer probe",
+        "word-sense 1-NN accuracy per layer with error bars against the most-frequent-sense baseline; click a bar to "
+        "open the word in the Sense explorer",
+    ),
+    ("Compare models", "one word's occurrences under two encoders, aligned, and whose neighbours changed most"),
 ]
 
 

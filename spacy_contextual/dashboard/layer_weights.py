@@ -1,4 +1,6 @@
-"""Layer weights: the softmax(s_j) and γ every listener of one or more trained pipelines learned."""
+"""Layer weights: the softmax(s_j) and γ every listener of one or more trained pipelines learned, the
+layers named per encoder, with the uniform 1/L for reference; the shipped EWT example until a
+pipeline is given."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from ..analysis.layer_weights import layer_weights_figure, listener_mixes, load_pipeline
+from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
 from .settings import PIPELINE_ENV
 
@@ -31,7 +33,9 @@ def render() -> None:
     st.title("Layer weights")
     st.markdown(
         "Each component that listens to `elmo` (or `cove`) learns its own mix: ELMo_k = γ · Σ_j softmax(s)_j · h_k,j. "
-        "Give one pipeline, or several (one directory a line) to compare their components, e.g. a tagger and a textcat."
+        "Give one pipeline, or several (one directory a line) to compare their components, e.g. a tagger and a "
+        "textcat. "
+        "The dashed line is the uniform mix 1/L: bars on it mean the component learned no preference among the layers."
     )
     text = st.text_area(
         "Trained pipeline directories (one a line)", value=os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n"),
@@ -39,7 +43,7 @@ def render() -> None:
     )  # fmt: skip
     paths = [line.strip() for line in text.splitlines() if line.strip()]
     if not paths:
-        st.info("Enter the directory of a trained spaCy pipeline (the output of `spacy train`).")
+        render_example()
         return
     if len(paths) > MAX_PIPELINES:
         st.error(f"{len(paths)} pipelines given; compare at most {MAX_PIPELINES} at a time.")
@@ -67,3 +71,23 @@ def render() -> None:
         mixes["component"] = mixes["pipeline"] + " · " + mixes["component"]
     st.plotly_chart(layer_weights_figure(mixes), key=f"{KEY}_chart", width="stretch")
     st.dataframe(mixes, hide_index=True, key=f"{KEY}_table")
+
+
+def render_example() -> None:
+    """The shipped mixes of a converged EWT run, until the user gives a pipeline."""
+    mixes, document = example_mixes()
+    about, scores = document.get("about", {}), document.get("scores", {})
+    st.info(
+        "No pipeline given: showing the **shipped example**, "
+        f"{about.get('summary', 'the mixes of a UD English EWT run')}. Enter a pipeline directory above to see "
+        "your own."
+    )
+    st.plotly_chart(layer_weights_figure(mixes), key=f"{KEY}_chart", width="stretch")
+    st.dataframe(mixes, hide_index=True, key=f"{KEY}_table")
+    with st.expander("How this example was made", expanded=True):
+        if about.get("command"):
+            st.code(about["command"], language="bash")
+        details = {k: v for k, v in about.items() if k not in ("command", "summary")}
+        st.markdown("\n".join(f"- **{k}**: {v}" for k, v in details.items()))
+        if scores:
+            st.markdown("Dev scores of the pipeline: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))

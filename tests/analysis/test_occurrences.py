@@ -113,3 +113,19 @@ def test_shipped_senseval_file_reads():
     occurrences = find_occurrences(records, "hard")
     assert len(records) == 4333 and len(occurrences) == 4333
     assert occurrences["sense"].value_counts().to_dict() == {"HARD1": 3455, "HARD2": 502, "HARD3": 376}
+
+
+def test_several_forms_and_lemmas_find_every_inflection(monkeypatch):
+    from spacy_contextual.analysis import lemmas
+    from spacy_contextual.analysis.occurrences import suggest_words, text_corpus
+
+    records = text_corpus("She runs fast. He ran home. They run a shop. We run daily. Runs are good.")
+    forms = sorted(find_occurrences(records, "run, runs, ran", lemmas=False)["token"].str.lower())
+    assert forms == ["ran", "run", "run", "runs", "runs"]
+    if lemmas.english_lemmatizer() is not None:  # spacy-lookups-data installed
+        assert sorted(find_occurrences(records, "run")["token"].str.lower()) == forms
+    monkeypatch.setattr(lemmas, "english_lemmatizer", lambda: None)
+    assert "No English lemmatizer" in lemmas.lemmatizer_note()
+    with pytest.raises(InputError, match="'run' occurs only 2 times"):  # the exact form alone
+        find_occurrences(records, "run")
+    assert suggest_words(text_corpus("The bank. A bank. Our bank. The river. A river.")) == ["bank"]

@@ -1,10 +1,11 @@
-"""The ELMo paper's sense probe: exact numbers on a synthetic encoder, a real slice with a tiny biLM,
-and the CLI."""
+"""The ELMo paper's sense probe: exact numbers on a synthetic encoder; stratified sampling and folds,
+the baseline, warnings and error bars on the bundled Senseval files; a real slice with a tiny biLM; the CLI."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from itertools import islice
 
 import numpy as np
@@ -12,7 +13,18 @@ import pytest
 from typer.testing import CliRunner
 from util import DATA, tiny_bilm
 
-from spacy_contextual.analysis.sense_probe import fold_ids, format_table, probe_word, read_sense_file, sense_probe
+from spacy_contextual.analysis.occurrences import demo_corpus
+from spacy_contextual.analysis.sense_probe import (
+    bootstrap_intervals,
+    fold_ids,
+    format_table,
+    labelled_instances,
+    probe_word,
+    read_sense_file,
+    sample_per_sense,
+    sense_probe,
+    sense_quotas,
+)
 from spacy_contextual.cli import app
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 
@@ -61,8 +73,8 @@ def test_probe_gives_the_expected_numbers_on_a_synthetic_encoder():
     assert bank["layer_accuracy"][0] == pytest.approx(0.75)
     assert bank["layer_accuracy"][1] == 1.0 and bass["layer_accuracy"][1] == 1.0
     # bass: 6/6 split; the training MFS is whichever sense its 4 folds hold more of
-    fold = fold_ids(12, 5, 0)
     labels = np.array(["MUSIC" if i % 2 == 0 else "FISH" for i in range(12)])
+    fold = fold_ids(labels, 5, 0)
     expected = 0
     for k in range(5):
         train = labels[fold != k]
@@ -122,6 +134,10 @@ def test_probe_runs_on_real_data_with_a_biLM(real_slice):
         assert r["instances"] == 60 and len(r["layer_accuracy"]) == 3
         assert all(0.0 <= a <= 1.0 for a in [r["mfs_accuracy"], *r["layer_accuracy"]])
     assert "layer 2" in format_table(results).splitlines()[0]
+    named = sense_probe(read_sense_file(real_slice), embedder.embed_sentences, layer_labels=embedder.layer_labels)
+    header = format_table(named).splitlines()[0]
+    assert "char-CNN (type-level)" in header and "LSTM-1" in header and "LSTM-2" in header
+    assert named[0]["layers"] == ["char-CNN", "LSTM-1", "LSTM-2"] and named[0]["type_level"] == [True, False, False]
 
 
 def test_cli_prints_a_table_and_writes_json(real_slice, tiny_model_dir, tmp_path):
@@ -133,4 +149,98 @@ def test_cli_prints_a_table_and_writes_json(real_slice, tiny_model_dir, tmp_path
     assert "MFS" in result.output and "hard" in result.output
     data = json.loads(out.read_text())
     assert [d["word"] for d in data] == ["hard", "serve"]
-    assert set(data[0]) == {"word", "instances", "senses", "mfs_accuracy", "layer_accuracy"}
+    assert {"word", "instances", "senses", "mfs_accuracy", "layer_accuracy", "layer_interval", "warnings"} <= set(
+        data[0]
+    )
+    assert data[0]["layers"] == ["char-CNN", "LSTM-1", "LSTM-2"]
+    sampled = CliRunner().invoke(
+        app, ["sense-probe", str(real_slice), "--model", str(tiny_model_dir), "--max-per-word", "20", "--seed", "3"]
+    )
+    assert sampled.exit_code == 0, sampled.output
+    assert "20 of 60" in sampled.output and "char-CNN (type-level)" in sampled.output
+
+
+@pytest.fixture(scope="module")
+def senseval():
+    """Both bundled Senseval-2 files: sorted by sense, so the first n lines of "hard" are all HARD1."""
+    return read_sense_file(SENSES / "hard.jsonl.gz") + read_sense_file(SENSES / "serve.jsonl.gz")
+
+
+def test_sampling_is_per_sense_seeded_and_never_the_first_n(senseval):
+    first = [item for item in senseval if item["word"] == "hard"][:400]
+    assert {item["sense"] for item in first} == {"HARD1"}  # what "first n" used to probe
+    sample = sample_per_sense(senseval, 400, seed=0)
+    for word, total in (("hard", 4333), ("serve", 4378)):
+        items = [item for item in sample if item["word"] == word]
+        everything = [item for item in senseval if item["word"] == word]
+        assert len(items) == 400
+        for sense in {item["sense"] for item in everything}:  # every sense, in its share (± 1)
+            share = sum(item["sense"] == sense for item in everything) / total
+            assert abs(sum(item["sense"] == sense for item in items) - 400 * share) <= 1
+    assert sample == sample_per_sense(senseval, 400, seed=0)
+    assert sample != sample_per_sense(senseval, 400, seed=1)
+    assert sample_per_sense(senseval, None) == senseval
+
+
+def test_quotas_keep_a_minimum_for_rare_senses():
+    assert sense_quotas({"A": 990, "B": 10}, 100) == {"A": 95, "B": 5}  # 1 by share, raised to the minimum of 5
+    assert sense_quotas({"A": 990, "B": 3}, 100) == {"A": 97, "B": 3}
+    assert sense_quotas({"A": 5, "B": 3}, 100) == {"A": 5, "B": 3}
+    assert sum(sense_quotas({"A": 500, "B": 300, "C": 200}, 77).values()) == 77
+
+
+def test_folds_keep_the_sense_proportions():
+    labels = np.array(["A"] * 53 + ["B"] * 31 + ["C"] * 7)
+    folds = fold_ids(labels, 5, seed=0)
+    for sense in "ABC":
+        per_fold = np.bincount(folds[labels == sense], minlength=5)
+        assert per_fold.max() - per_fold.min() <= 1
+    assert np.bincount(folds).max() - np.bincount(folds).min() <= 1
+
+
+def embed_by_hash(sentences):
+    """A deterministic stand-in encoder: token vectors from a hash (layer 0 by form, 1-2 by position too)."""
+    out = []
+    for tokens in sentences:
+        layers = np.zeros((3, len(tokens), 8), dtype=np.float32)
+        for i, token in enumerate(tokens):
+            rng = np.random.RandomState(zlib.crc32(token.encode()))
+            layers[0, i] = rng.randn(8)
+            layers[1:, i] = rng.randn(2, 8) + np.random.RandomState(len(tokens) + i).randn(2, 8)
+        out.append(layers)
+    return out
+
+
+def test_baseline_is_the_majority_share_of_the_training_folds(senseval):
+    results = sense_probe(senseval, embed_by_hash, max_per_word=200)
+    for result in results:
+        assert result["senses"] > 1 and not result["warnings"]
+        # stratified folds: the training-fold majority scores its share on the held-out folds
+        assert result["mfs_accuracy"] >= result["majority_share"] - 1 / result["instances"]
+        assert result["mfs_accuracy"] == pytest.approx(max(result["sense_counts"].values()) / result["instances"])
+        low, high = result["mfs_interval"]
+        assert low < result["mfs_accuracy"] < high
+        for accuracy, (low, high) in zip(result["layer_accuracy"], result["layer_interval"], strict=True):
+            assert low <= accuracy <= high
+
+
+def test_warnings_for_one_sense_and_for_rare_senses():
+    vectors = np.random.RandomState(0).randn(12, 2, 4)
+    one = probe_word(vectors, ["A"] * 12, word="hard")
+    assert one["warnings"] and "one sense (A)" in one["warnings"][0] and one["layer_accuracy"] == [1.0, 1.0]
+    rare = probe_word(vectors, ["A"] * 9 + ["B"] * 3, word="bat")
+    assert rare["warnings"] == [
+        "'bat': B (3) has fewer than 5 instances: too few held-out predictions to trust the accuracy."
+    ]
+    assert not probe_word(vectors, ["A"] * 6 + ["B"] * 6)["warnings"]
+    demo = labelled_instances(demo_corpus())
+    warned = {r["word"] for r in sense_probe(demo, embed_by_hash) if r["warnings"]}
+    assert warned == {"play"}  # play-game has 4 sentences
+
+
+def test_bootstrap_intervals_narrow_with_more_instances():
+    rng = np.random.RandomState(0)
+    small, large = rng.rand(50, 1) < 0.7, rng.rand(5000, 1) < 0.7
+    (low_s, high_s), (low_l, high_l) = bootstrap_intervals(small)[0], bootstrap_intervals(large)[0]
+    assert low_s < small.mean() < high_s and low_l < large.mean() < high_l
+    assert high_l - low_l < (high_s - low_s) / 5

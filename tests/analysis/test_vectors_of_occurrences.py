@@ -5,7 +5,7 @@ import pytest
 from util import tiny_bilm
 
 from spacy_contextual.analysis.clusters import cluster
-from spacy_contextual.analysis.neighbours import highlight, nearest_neighbours, neighbour_table
+from spacy_contextual.analysis.neighbours import nearest_neighbours, neighbour_table
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences, text_corpus
 from spacy_contextual.analysis.projection import cosine_knn, project
 from spacy_contextual.analysis.vectors import MIX, layer_options, occurrence_layers, select_layer
@@ -41,7 +41,10 @@ def test_layer_selection_and_the_mix(embedder):
     layers = np.random.default_rng(0).standard_normal((5, 3, 8)).astype(np.float32)
     assert layer_options(3) == [0, 1, 2, MIX]
     np.testing.assert_array_equal(select_layer(layers, 1), layers[:, 1])
-    np.testing.assert_allclose(select_layer(layers, MIX), layers.mean(axis=1))
+    np.testing.assert_allclose(select_layer(layers, MIX), layers.mean(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(select_layer(layers, MIX, [0, 0, 2]), layers[:, 2])  # weights are normalised
+    with pytest.raises(ValueError, match="3 non-negative weights"):
+        select_layer(layers, MIX, [1, -1, 1])
     with pytest.raises(ValueError, match="layers 0..2"):
         select_layer(layers, 3)
 
@@ -49,7 +52,7 @@ def test_layer_selection_and_the_mix(embedder):
 @pytest.mark.parametrize("method", ["pca", pytest.param("umap", marks=pytest.mark.slow)])  # umap: ~25 s of numba JIT
 def test_projection_keeps_blobs_apart(method):
     points, truth = blobs()
-    coords = project(points, method)
+    coords = project(points, method).coords
     assert coords.shape == (len(points), 2) and np.isfinite(coords).all()
     centres = np.stack([coords[truth == b].mean(0) for b in range(3)])
     spread = max(np.linalg.norm(coords[truth == b] - centres[b], axis=1).mean() for b in range(3))
@@ -73,7 +76,7 @@ def test_cosine_knn_is_exact_blockwise_and_puts_each_point_first():
 
 def test_projection_of_identical_vectors_and_bad_requests():
     same = np.ones((6, 4), dtype=np.float32)
-    np.testing.assert_array_equal(project(same, "pca"), np.zeros((6, 2)))
+    np.testing.assert_array_equal(project(same, "pca").coords, np.zeros((6, 2)))
     with pytest.raises(ValueError, match="at least 3"):
         project(same[:2])
     with pytest.raises(ValueError, match="unknown projection"):
@@ -107,15 +110,11 @@ def test_nearest_neighbours_are_cosine_and_exclude_the_query():
         nearest_neighbours(vectors, 5)
 
 
-def test_neighbour_table_highlights_the_word_in_its_sentence(embedder):
+def test_neighbour_table_gives_kwic_lines_around_the_word(embedder):
     records = demo_corpus()
     occurrences = find_occurrences(records, "bank")
     layers = occurrence_layers(embedder.embed_sentences, records, occurrences)
     table = neighbour_table(records, occurrences, select_layer(layers, 2), 0, k=4)
     assert len(table) == 4 and table["similarity"].is_monotonic_decreasing
-    assert all("**bank**" in sentence for sentence in table["sentence"])
+    assert (table["word"].str.lower() == "bank").all() and table["left"].str.len().max() <= 26
     assert set(table["sense"]) <= {"bank-finance", "bank-river"}
-
-
-def test_highlight_escapes_markdown():
-    assert highlight(["a", "*b*", "c_d", "[x]"], 2) == r"a \*b\* **c\_d** \[x\]"

@@ -1,0 +1,61 @@
+"""Two encoders on the same occurrences: how much each occurrence's neighbourhood changes.
+
+For occurrence i, N_A(i) and N_B(i) are its k nearest other occurrences (cosine) under encoder A and
+B; overlap(i) = |N_A(i) ∩ N_B(i)| / k (1: the same neighbours, 0: none in common). The occurrences
+with the smallest overlap are where the two models disagree most about the word's context. The two
+2-D pictures are PCA of each model's vectors, B rotated onto A (``projection.align``) so that a
+point sits in about the same place in both when the models agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .neighbours import kwic
+from .projection import Projection, align, cosine_knn, project
+
+
+def neighbour_sets(vectors: np.ndarray, k: int) -> np.ndarray:
+    """(n, k) indices of every occurrence's k nearest other occurrences, nearest first."""
+    k = min(k, len(vectors) - 1)
+    indices, _ = cosine_knn(vectors, k + 1)
+    out = np.empty((len(vectors), k), dtype=np.int64)
+    for row, hits in enumerate(indices):
+        out[row] = hits[hits != row][:k]
+    return out
+
+
+def neighbour_change(
+    records: list[dict], occurrences: pd.DataFrame, vectors_a: np.ndarray, vectors_b: np.ndarray, k: int = 10
+) -> pd.DataFrame:
+    """One row per occurrence, most changed first: overlap, the KWIC line, its sense, and the nearest
+    neighbour under each model (as KWIC text)."""
+    if len(vectors_a) != len(vectors_b):
+        raise ValueError(f"{len(vectors_a)} vectors from model A but {len(vectors_b)} from model B")
+    a, b = neighbour_sets(vectors_a, k), neighbour_sets(vectors_b, k)
+    overlap = np.array([len(set(x) & set(y)) for x, y in zip(a, b, strict=True)]) / a.shape[1]
+
+    def line(index: int) -> str:
+        record, position = occurrences["record"].iloc[index], occurrences["position"].iloc[index]
+        left, word, right = kwic(records[record]["tokens"], position, 30)
+        return f"{left} [{word}] {right}"
+
+    frame = pd.DataFrame(
+        {
+            "occurrence": np.arange(len(occurrences)),
+            "overlap": overlap,
+            "sense": occurrences["sense"].to_numpy(),
+            "context": [line(i) for i in range(len(occurrences))],
+            "nearest in A": [line(int(x[0])) for x in a],
+            "nearest in B": [line(int(y[0])) for y in b],
+        }
+    )
+    return frame.sort_values(["overlap", "occurrence"], ignore_index=True)
+
+
+def aligned_projections(vectors_a: np.ndarray, vectors_b: np.ndarray) -> tuple[Projection, Projection]:
+    """PCA of each; B's picture rotated, scaled and shifted onto A's."""
+    first, second = project(vectors_a, "pca"), project(vectors_b, "pca")
+    aligned = align(second.coords, first.coords)
+    return first, Projection(aligned, ("A's PC1 (B's PCA rotated onto A)", "A's PC2 (B's PCA rotated onto A)"))

@@ -1,0 +1,112 @@
+"""Compare models: the same word's occurrences under two encoders (e.g. the bundled ELMo and a
+fine-tuned one, or ELMo and CoVe), PCA of each with B rotated onto A, linked by a click, and the
+occurrences whose nearest neighbours changed most."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from ..analysis.compare import aligned_projections, neighbour_change, neighbour_sets
+from ..analysis.occurrences import InputError, find_occurrences
+from ..analysis.purity import knn_sense_accuracy
+from ..analysis.sense_plots import point_frame, sense_scatter
+from ..analysis.vectors import layer_options, select_layer
+from .common import (
+    cached_occurrence_layers,
+    clicked_point,
+    encoder_or_stop,
+    encoder_picker,
+    follow_click,
+    layer_label,
+)
+from .corpus_picker import corpus_picker, word_picker
+
+KEY = "compare"
+MAX_OCCURRENCES = 2000
+
+
+@st.cache_data(max_entries=16, show_spinner="Comparing the neighbourhoods…")
+def cached_comparison(vectors_a: np.ndarray, vectors_b: np.ndarray, k: int, _records, _occurrences):
+    change = neighbour_change(_records, _occurrences, vectors_a, vectors_b, k)
+    return change, aligned_projections(vectors_a, vectors_b)
+
+
+def render() -> None:
+    st.title("Compare models")
+    st.markdown(
+        "The same occurrences under two encoders. Left: PCA of model A; right: PCA of model B, rotated and scaled "
+        "onto A's (orthogonal Procrustes), so a point sits in about the same place when both models agree. The "
+        "table lists the occurrences whose k nearest neighbours changed most between the models."
+    )
+    kind_a, model_a = encoder_picker(f"{KEY}_a", "Model A", kind_index=0)
+    kind_b, model_b = encoder_picker(f"{KEY}_b", "Model B", kind_index=1)
+    records, digest, source = corpus_picker(KEY)
+    word = word_picker(KEY, records, digest, source)
+    try:
+        occurrences = find_occurrences(records, word, MAX_OCCURRENCES)
+    except InputError as error:
+        st.error(str(error))
+        st.stop()
+    encoder_a, encoder_b = encoder_or_stop(kind_a, model_a), encoder_or_stop(kind_b, model_b)
+    layers_a = cached_occurrence_layers(kind_a, model_a, digest, word, MAX_OCCURRENCES, records, occurrences)
+    layers_b = cached_occurrence_layers(kind_b, model_b, digest, word, MAX_OCCURRENCES, records, occurrences)
+
+    controls = st.columns([1, 1, 1, 1])
+    options_a, options_b = layer_options(layers_a.shape[1]), layer_options(layers_b.shape[1])
+    layer_a = controls[0].selectbox("Layer of A", options_a, index=len(options_a) - 2, key=f"{KEY}_layer_a",
+                                    format_func=lambda j: layer_label(encoder_a.layer_labels, j))  # fmt: skip
+    layer_b = controls[1].selectbox("Layer of B", options_b, index=len(options_b) - 2, key=f"{KEY}_layer_b",
+                                    format_func=lambda j: layer_label(encoder_b.layer_labels, j))  # fmt: skip
+    k = controls[2].slider("Neighbours k", 1, 30, 10, key=f"{KEY}_k")
+    has_senses = occurrences["sense"].notna().any()
+    color = controls[3].radio("Colour by", ["sense", "form"] if has_senses else ["form"], horizontal=True,
+                              key=f"{KEY}_color")  # fmt: skip
+    vectors_a, vectors_b = select_layer(layers_a, layer_a), select_layer(layers_b, layer_b)
+    change, (projection_a, projection_b) = cached_comparison(vectors_a, vectors_b, k, records, occurrences)
+
+    for chart in (f"{KEY}_chart_a", f"{KEY}_chart_b"):
+        clicked = clicked_point(chart)
+        follow_click(chart, f"{KEY}_query", None if clicked is None else int(clicked[0]))
+    if st.session_state.get(f"{KEY}_query", len(occurrences)) >= len(occurrences):  # start at the most changed
+        st.session_state[f"{KEY}_query"] = int(change["occurrence"].iloc[0])
+    query = st.selectbox(
+        "Occurrence (click a point in either chart)",
+        list(range(len(occurrences))),
+        format_func=lambda i: f"#{i}: " + occurrences["sentence"].iloc[i][:110],
+        key=f"{KEY}_query",
+    )
+    mean_overlap = float(change["overlap"].mean())
+    summary = f"Mean neighbour overlap between A and B: **{mean_overlap:.2f}** (1 = the same {k} neighbours)"
+    if has_senses and occurrences["sense"].nunique() > 1:
+        senses = occurrences["sense"].fillna("(none)").tolist()
+        summary += (
+            f" · 5-NN sense accuracy A {knn_sense_accuracy(vectors_a, senses):.2f}, "
+            f"B {knn_sense_accuracy(vectors_b, senses):.2f}"
+        )
+    st.markdown(summary)
+    left, right = st.columns(2)
+    for column, name, kind, model, encoder, layer, projection, vectors in (
+        (left, "A", kind_a, model_a, encoder_a, layer_a, projection_a, vectors_a),
+        (right, "B", kind_b, model_b, encoder_b, layer_b, projection_b, vectors_b),
+    ):
+        neighbours = neighbour_sets(vectors, k)[query].tolist()
+        frame = point_frame(records, occurrences, projection.coords)
+        title = f"{name}: {kind} ({model}), {layer_label(encoder.layer_labels, layer)}"
+        with column:
+            st.plotly_chart(
+                sense_scatter(frame, color, title, projection.axis_titles, query, neighbours, height=540),
+                on_select="rerun",
+                selection_mode="points",
+                key=f"{KEY}_chart_{name.lower()}",
+                width="stretch",
+            )
+    st.subheader("Occurrences whose neighbours changed most")
+    st.dataframe(
+        change.head(25),
+        hide_index=True,
+        key=f"{KEY}_table",
+        column_config={
+            "overlap": st.column_config.ProgressColumn("overlap", min_value=0.0, max_value=1.0, format="%.2f")
+        },
+    )
