@@ -34,7 +34,7 @@ from spacy_contextual.embedders.elmo import ElmoEmbedder
 
 def linear_probe(vectors: np.ndarray, senses: np.ndarray, folds: int = 5, seed: int = 0) -> list[float]:
     """Cross-validated accuracy of a logistic regression on each layer (same folds as the probe)."""
-    fold = fold_ids(len(senses), folds, seed)
+    fold = fold_ids(senses, folds, seed)
     accuracy = []
     for layer in range(vectors.shape[1]):
         correct = 0
@@ -50,7 +50,7 @@ def accuracy_by_form(
     vectors: np.ndarray, senses: np.ndarray, forms: np.ndarray
 ) -> dict[str, tuple[int, float, list[float]]]:
     """Word form -> (instances, MFS accuracy, nearest-centroid accuracy per layer) on those instances."""
-    mfs_predicted, layer_predicted = centroid_predictions(vectors, senses)
+    mfs_predicted, layer_predicted, _ = centroid_predictions(vectors, senses)
     table = {}
     for form in sorted(set(forms), key=lambda f: -(forms == f).sum()):
         rows = forms == form

@@ -38,14 +38,14 @@ def demo_explorer(page: browser.Page) -> None:
     page.wait_for_text("tokens of", within="[data-testid='stMain']")
 
 
-def serve_explorer(page: browser.Page) -> None:
-    """Senseval 'serve' (4,378 occurrences), coloured by word form: served / serves / serving cluster apart."""
+def hard_explorer(page: browser.Page) -> None:
+    """Senseval 'hard' (4,333 occurrences; the first JSONL file), coloured by word form: hard / harder /
+    hardest, with the type-level layer as one point per form."""
     page.open("Sense_explorer")
     page.choose_radio("sense_source", "Sense-labelled JSONL")
-    page.choose_option("sense_jsonl_file", "serve.jsonl.gz")
-    page.wait_for(".st-key-sense_chart .js-plotly-plot", timeout_factor=4)
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .legend", timeout_factor=4)
     page.choose_radio("sense_color", "form")
-    page.wait_for_text("form", within=".st-key-sense_chart .legend")
+    page.wait_for_text("harder", within=".st-key-sense_chart")
 
 
 def pasted_text_explorer(page: browser.Page) -> None:
@@ -100,7 +100,7 @@ def compare(page: browser.Page) -> None:
 SHOTS = [
     ("home", lambda page: (page.open(""), page.wait_for("[data-testid='stDataFrame']"))),
     ("sense_explorer", demo_explorer),
-    ("sense_explorer_serve", serve_explorer),
+    ("sense_explorer_hard", hard_explorer),
     ("sense_explorer_text", pasted_text_explorer),
     ("layer_probe", serve_probe),
     ("layer_probe_demo", demo_probe),

@@ -19,6 +19,8 @@ CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
+    "--use-angle=swiftshader",  # WebGL in software: plotly draws more than 1,000 points with it
+    "--enable-unsafe-swiftshader",
     "--disable-quic",
     "--no-first-run",
     "--disable-background-networking",
@@ -136,8 +138,12 @@ class Page:
     def open(self, path: str) -> None:
         self.driver.set_window_size(self.driver.get_window_size()["width"], 1000)
         self.driver.get(f"{self.url}/{path}")
-        self._wait(lambda d: self._css("[data-testid='stMain']"), message=f"page {path} did not load")
+        self._wait(lambda d: self._css("[data-testid='stMain'] h1"), message=f"page {path} did not load")
         self.settle()
+
+    def element(self, selector: str):
+        """The first element that matches, waiting for it to appear."""
+        return self._wait(lambda d: (self._css(selector) or [None])[0], message=f"nothing matched {selector}")
 
     def wait_for(self, selector: str, timeout_factor: float = 1.0):
         self._wait(lambda d: self._css(selector), self.timeout * timeout_factor, f"nothing matched {selector}")
@@ -150,6 +156,7 @@ class Page:
     def click_point(self, chart_key: str, index: int) -> None:
         from selenium.webdriver.common.action_chains import ActionChains
 
+        self.element(f".st-key-{chart_key} .scatterlayer path.point")
         points = self._css(f".st-key-{chart_key} .scatterlayer path.point")
         ActionChains(self.driver).move_to_element(points[index]).click().perform()
         self.settle()
@@ -157,32 +164,30 @@ class Page:
     def choose_radio(self, key: str, label: str) -> None:
         from selenium.webdriver.common.by import By
 
-        option = self._css(f".st-key-{key}")[0].find_element(By.XPATH, f".//label[.//p[normalize-space()='{label}']]")
+        option = self.element(f".st-key-{key}").find_element(By.XPATH, f".//label[.//p[normalize-space()='{label}']]")
         option.click()
         self.settle()
 
     def toggle(self, key: str) -> None:
-        self._css(f".st-key-{key} label")[0].click()
+        self.element(f".st-key-{key} label").click()
         self.settle()
 
     def choose_option(self, key: str, text: str) -> None:
         """Open the selectbox ``key`` and pick the first option that contains ``text``."""
-        from selenium.webdriver.common.by import By
 
-        self._css(f".st-key-{key} [data-baseweb='select']")[0].click()
+        self.element(f".st-key-{key} [data-baseweb='select'], .st-key-{key} [role='combobox']").click()
         option = self._wait(
             lambda d: next((o for o in self._css("li[role='option']") if text in o.text), None),
             message=f"no option with '{text}' in {key}",
         )
         option.click()
         self.settle()
-        self._css(f".st-key-{key}")[0].find_element(By.XPATH, ".//*[contains(., '" + text + "')]")
 
     def type_text(self, key: str, text: str, area: bool = False) -> None:
         """Replace the text of the input (or text area) ``key`` and submit it as a user would."""
         from selenium.webdriver.common.keys import Keys
 
-        field = self._css(f".st-key-{key} {'textarea' if area else 'input'}")[0]
+        field = self.element(f".st-key-{key} {'textarea' if area else 'input'}")
         field.send_keys(Keys.CONTROL, "a")
         field.send_keys(Keys.DELETE)
         field.send_keys(text)

@@ -61,8 +61,8 @@ def precision_at_k(table: pd.DataFrame, query_sense) -> float | None:
 
 
 def kwic_html(table: pd.DataFrame, query_sense=None, width: int = KWIC_WIDTH) -> str:
-    """The hits as one aligned monospace line each: rank, cosine, the left context right-aligned, the
-    word in bold, the right context, and the sense (✓ when it is the query's). Every text is escaped."""
+    """The hits as one aligned monospace line each: rank, cosine, the sense (✓ when it is the query's),
+    the left context right-aligned, the word in bold, the right context. Every text is escaped."""
     has_sense = "sense" in table and table["sense"].notna().any()
     rows = []
     for rank, hit in enumerate(table.itertuples(index=False), start=1):
@@ -71,9 +71,9 @@ def kwic_html(table: pd.DataFrame, query_sense=None, width: int = KWIC_WIDTH) ->
             mark = "✓ " if getattr(hit, "same_sense", False) else ("✗ " if query_sense else "")
             sense = f"<td class='sense'>{mark}{html.escape(str(hit.sense or ''))}</td>"
         rows.append(
-            f"<tr><td class='rank'>{rank}</td><td class='sim'>{hit.similarity:.3f}</td>"
+            f"<tr><td class='rank'>{rank}</td><td class='sim'>{hit.similarity:.3f}</td>{sense}"
             f"<td class='left'>{html.escape(hit.left)}</td><td class='word'>{html.escape(hit.word)}</td>"
-            f"<td class='right'>{html.escape(hit.right)}</td>{sense}</tr>"
+            f"<td class='right'>{html.escape(hit.right)}</td></tr>"
         )
     cell = "padding:1px 4px;white-space:nowrap;"
     style = (

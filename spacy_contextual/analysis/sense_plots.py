@@ -73,6 +73,21 @@ def _hover(frame: pd.DataFrame) -> list:
 HOVER = "%{customdata[1]}<br>sense: %{customdata[2]} · form: %{customdata[3]}<extra>#%{customdata[0]}</extra>"
 
 
+def category_traces(frame: pd.DataFrame, color: str, colors: dict, size: float, opacity: float):
+    """One marker trace per value of ``frame[color]`` (WebGL above 1,000 points), hover and customdata set."""
+    scatter = go.Scatter if len(frame) <= 1000 else go.Scattergl
+    for value, group in frame.groupby(color, sort=True):
+        yield scatter(
+            x=group["x"],
+            y=group["y"],
+            mode="markers",
+            name=str(value),
+            marker={"size": size, "opacity": opacity, "color": colors[value]},
+            customdata=_hover(group),
+            hovertemplate=HOVER,
+        )
+
+
 def sense_scatter(
     frame: pd.DataFrame,
     color: str = "cluster",
@@ -85,22 +100,7 @@ def sense_scatter(
     """``color``: "sense", "cluster" or "form". WebGL above 1,000 points."""
     if color not in frame.columns:
         raise ValueError(f"cannot colour by '{color}': the frame has {', '.join(frame.columns)}")
-    fig = go.Figure()
-    colors = color_map(frame[color])
-    marker_size = 8 if len(frame) < 1000 else 4
-    scatter = go.Scatter if len(frame) <= 1000 else go.Scattergl
-    for value, group in frame.groupby(color, sort=True):
-        fig.add_trace(
-            scatter(
-                x=group["x"],
-                y=group["y"],
-                mode="markers",
-                name=str(value),
-                marker={"size": marker_size, "opacity": 0.8, "color": colors[value]},
-                customdata=_hover(group),
-                hovertemplate=HOVER,
-            )
-        )
+    fig = go.Figure(list(category_traces(frame, color, color_map(frame[color]), 8 if len(frame) < 1000 else 4, 0.8)))
     neighbours = list(neighbours)
     if neighbours:
         hits = frame.iloc[neighbours]
@@ -214,24 +214,10 @@ def small_multiples(panels: list[dict], color: str, height: int = 380) -> go.Fig
             fig.add_trace(_word_form_trace(panel["word_forms"]), row=1, col=column)
         else:
             points = panel["points"]
-            scatter = go.Scatter if len(points) <= 1000 else go.Scattergl
-            for value, group in points.groupby(color, sort=True):
-                fig.add_trace(
-                    scatter(
-                        x=group["x"],
-                        y=group["y"],
-                        mode="markers",
-                        name=str(value),
-                        legendgroup=str(value),
-                        showlegend=value not in shown,
-                        marker={"size": 6 if len(points) < 1000 else 3, "opacity": 0.75, "color": colors[value]},
-                        customdata=_hover(group),
-                        hovertemplate=HOVER,
-                    ),
-                    row=1,
-                    col=column,
-                )
-                shown.add(value)
+            for trace in category_traces(points, color, colors, 6 if len(points) < 1000 else 3, 0.75):
+                trace.update(legendgroup=trace.name, showlegend=trace.name not in shown)
+                fig.add_trace(trace, row=1, col=column)
+                shown.add(trace.name)
         fig.update_xaxes(title={"text": panel["axis_titles"][0], "font": {"size": 11}}, row=1, col=column)
         fig.update_yaxes(title={"text": panel["axis_titles"][1], "font": {"size": 11}}, row=1, col=column)
     fig.update_annotations(font={"size": 13, "color": "#111"})

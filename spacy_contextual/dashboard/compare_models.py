@@ -27,9 +27,14 @@ MAX_OCCURRENCES = 2000
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing the neighbourhoods…")
-def cached_comparison(vectors_a: np.ndarray, vectors_b: np.ndarray, k: int, _records, _occurrences):
+def cached_comparison(vectors_a: np.ndarray, vectors_b: np.ndarray, k: int, senses: tuple, _records, _occurrences):
+    """Everything the page draws from the two models' vectors: the change table, the aligned
+    projections, each model's k nearest neighbours, and (with gold senses) each model's 5-NN sense accuracy."""
     change = neighbour_change(_records, _occurrences, vectors_a, vectors_b, k)
-    return change, aligned_projections(vectors_a, vectors_b)
+    neighbours = (neighbour_sets(vectors_a, k), neighbour_sets(vectors_b, k))
+    gold = None not in senses and len(set(senses)) > 1
+    accuracy = (knn_sense_accuracy(vectors_a, senses), knn_sense_accuracy(vectors_b, senses)) if gold else None
+    return change, aligned_projections(vectors_a, vectors_b), neighbours, accuracy
 
 
 def render() -> None:
@@ -63,7 +68,8 @@ def render() -> None:
     color = controls[3].radio("Colour by", ["sense", "form"] if has_senses else ["form"], horizontal=True,
                               key=f"{KEY}_color")  # fmt: skip
     vectors_a, vectors_b = select_layer(layers_a, layer_a), select_layer(layers_b, layer_b)
-    change, (projection_a, projection_b) = cached_comparison(vectors_a, vectors_b, k, records, occurrences)
+    senses = tuple(occurrences["sense"].where(occurrences["sense"].notna(), None))
+    change, projections, neighbours, accuracy = cached_comparison(vectors_a, vectors_b, k, senses, records, occurrences)
 
     for chart in (f"{KEY}_chart_a", f"{KEY}_chart_b"):
         clicked = clicked_point(chart)
@@ -78,24 +84,19 @@ def render() -> None:
     )
     mean_overlap = float(change["overlap"].mean())
     summary = f"Mean neighbour overlap between A and B: **{mean_overlap:.2f}** (1 = the same {k} neighbours)"
-    if has_senses and occurrences["sense"].nunique() > 1:
-        senses = occurrences["sense"].fillna("(none)").tolist()
-        summary += (
-            f" · 5-NN sense accuracy A {knn_sense_accuracy(vectors_a, senses):.2f}, "
-            f"B {knn_sense_accuracy(vectors_b, senses):.2f}"
-        )
+    if accuracy is not None:
+        summary += f" · 5-NN sense accuracy A {accuracy[0]:.2f}, B {accuracy[1]:.2f}"
     st.markdown(summary)
     left, right = st.columns(2)
-    for column, name, kind, model, encoder, layer, projection, vectors in (
-        (left, "A", kind_a, model_a, encoder_a, layer_a, projection_a, vectors_a),
-        (right, "B", kind_b, model_b, encoder_b, layer_b, projection_b, vectors_b),
+    for column, name, kind, model, encoder, layer, projection, nearest in (
+        (left, "A", kind_a, model_a, encoder_a, layer_a, projections[0], neighbours[0]),
+        (right, "B", kind_b, model_b, encoder_b, layer_b, projections[1], neighbours[1]),
     ):
-        neighbours = neighbour_sets(vectors, k)[query].tolist()
         frame = point_frame(records, occurrences, projection.coords)
         title = f"{name}: {kind} ({model}), {layer_label(encoder.layer_labels, layer)}"
         with column:
             st.plotly_chart(
-                sense_scatter(frame, color, title, projection.axis_titles, query, neighbours, height=540),
+                sense_scatter(frame, color, title, projection.axis_titles, query, nearest[query].tolist(), height=540),
                 on_select="rerun",
                 selection_mode="points",
                 key=f"{KEY}_chart_{name.lower()}",

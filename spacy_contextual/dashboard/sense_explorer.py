@@ -8,6 +8,7 @@ export for the TensorFlow Embedding Projector."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ..analysis.clusters import METHODS as CLUSTER_METHODS
@@ -77,9 +78,20 @@ def layer_panels(layers: np.ndarray, weights, senses: tuple, forms: tuple, clust
     return panels
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_word_forms(static: np.ndarray, tokens: tuple, senses: tuple):
+    occurrences = pd.DataFrame({"token": tokens, "sense": senses})
+    return word_form_frame(occurrences, static)
+
+
 @st.cache_data(max_entries=4, show_spinner="Embedding the corpus for sentence-level neighbours…")
 def cached_token_index(kind: str, model: str, corpus_digest: str, _records):
     return build_token_index(cached_encoder(kind, model).embed_sentences, _records)
+
+
+def token_senses(occurrences) -> tuple[tuple, tuple]:
+    """The occurrences' tokens and gold senses (None where there is none), hashable for the caches."""
+    return tuple(occurrences["token"]), tuple(occurrences["sense"].where(occurrences["sense"].notna(), None))
 
 
 def mix_choices(kind: str, n_layers: int) -> dict[str, list[float] | None]:
@@ -174,7 +186,7 @@ def render() -> None:
                 computed.add(umap_key)
                 st.rerun()
         if layer == TYPE_LEVEL_LAYER:
-            forms_frame, titles = word_form_frame(occurrences, vectors)
+            forms_frame, titles = cached_word_forms(vectors, *token_senses(occurrences))
             st.plotly_chart(
                 word_form_figure(forms_frame, f"{labels[0]}: one point per word form (type-level)", titles, 620),
                 key=f"{KEY}_forms_chart",
@@ -250,15 +262,15 @@ def render_clusters(clustering, vectors, method) -> None:
 
 def render_small_multiples(layers, weights, labels, mix_name, occurrences, records, clustering, color) -> None:
     st.subheader("Every layer side by side")
-    senses = tuple(occurrences["sense"].where(occurrences["sense"].notna(), None))
-    panels = layer_panels(layers, weights, senses, tuple(occurrences["token"]), clustering.labels)
+    tokens, senses = token_senses(occurrences)
+    panels = layer_panels(layers, weights, senses, tokens, clustering.labels)
     figures = []
     for panel in panels:
         name = layer_label(labels, panel["layer"], mix_name.split(" (")[0])
         score = f"{panel['score'][0]} {panel['score'][1]:.2f}" if panel["score"] else "no score"
         entry = {"title": f"<b>{name}</b><br>{score}"}
         if panel["layer"] == TYPE_LEVEL_LAYER:
-            entry["word_forms"], entry["axis_titles"] = word_form_frame(occurrences, layers[:, 0])
+            entry["word_forms"], entry["axis_titles"] = cached_word_forms(layers[:, 0], *token_senses(occurrences))
         else:
             coords = panel["projection"]
             entry["points"] = point_frame(records, occurrences, coords.coords, clustering.labels)
