@@ -105,7 +105,7 @@ def headless_chromium(width: int = 1500, height: int = 1100):
 
 class Page:
     """What a user does on a dashboard page, in Selenium terms; every step waits until Streamlit has
-    finished the rerun it starts (its status widget gone), up to ``timeout`` seconds."""
+    finished the rerun it starts (its status widget gone, no element left stale), up to ``timeout`` seconds."""
 
     def __init__(self, driver, url: str, timeout: float = 120.0):
         self.driver, self.url, self.timeout = driver, url, timeout
@@ -121,11 +121,11 @@ class Page:
         return self.driver.find_elements(By.CSS_SELECTOR, selector)
 
     def settle(self, quiet: float = 0.8) -> None:
-        """Wait until the app has been idle (no running-status widget) for ``quiet`` seconds."""
+        """Wait until the app has been idle (no running-status widget, no stale element) for ``quiet`` seconds."""
         deadline = time.monotonic() + self.timeout
         idle_since = None
         while time.monotonic() < deadline:
-            running = self._css("[data-testid='stStatusWidget']")
+            running = self._css("[data-testid='stStatusWidget'], [data-testid='stSpinner'], [data-stale='true']")
             if running:
                 idle_since = None
             elif idle_since is None:
@@ -164,7 +164,8 @@ class Page:
     def choose_radio(self, key: str, label: str) -> None:
         from selenium.webdriver.common.by import By
 
-        option = self.element(f".st-key-{key}").find_element(By.XPATH, f".//label[.//p[normalize-space()='{label}']]")
+        path = f"//*[contains(@class, 'st-key-{key}')]//label[.//p[normalize-space()='{label}']]"
+        option = self._wait(lambda d: (d.find_elements(By.XPATH, path) or [None])[0], message=f"no '{label}' in {key}")
         option.click()
         self.settle()
 
@@ -177,7 +178,7 @@ class Page:
 
         self.element(f".st-key-{key} [data-baseweb='select'], .st-key-{key} [role='combobox']").click()
         option = self._wait(
-            lambda d: next((o for o in self._css("li[role='option']") if text in o.text), None),
+            lambda d: next((o for o in self._css("[role='option']") if text in o.text), None),
             message=f"no option with '{text}' in {key}",
         )
         option.click()

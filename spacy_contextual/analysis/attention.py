@@ -183,12 +183,12 @@ def attention_lines_html(
     for j, token in enumerate(source_tokens):
         flagged = j in unknown_source
         low = covered[j] < LOW_COVERAGE
-        width = 80 * min(float(covered[j]), 2.0) / 2.0
+        width = max(3.0, 80 * min(float(covered[j]), 2.0) / 2.0)  # a sliver even at 0, so it can be seen red
         fill = FLAG_COLOR if low else "#4a7fb5"
         parts.append(
             f"<rect x='{bar_x}' y='{y(j) - 7}' width='{width:.1f}' height='14' fill='{fill}'>"
             f"<title>coverage Σα = {covered[j]:.3f}</title></rect>"
-            f"<text x='{bar_x + 86}' y='{y(j) + 5}' class='cov'>{covered[j]:.2f}</text>"
+            f"<text x='{bar_x + 86}' y='{y(j) + 5}' class='cov{' low' if low else ''}'>{covered[j]:.2f}</text>"
             f"<text class='tok{' flag' if flagged else ''}' x='{left_x}' y='{y(j) + 5}' text-anchor='end' "
             f"data-side='s' data-i='{j}'>{html.escape(token)}{' ⚠ OOV' if flagged else ''}</text>"
         )
@@ -211,7 +211,8 @@ def attention_lines_html(
         "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:12px;color:#111}"
         "line.a{stroke:#1f5fa8;stroke-width:2.5}text.tok{font-size:15px;cursor:default;fill:#111}"
         f"text.tok:hover{{font-weight:700}}text.flag{{fill:{FLAG_COLOR};font-weight:700}}"
-        "text.cov{font-size:11px;fill:#555}.head{font-size:13px;fill:#555}p{font-size:13px;color:#333;margin:4px 0}"
+        f"text.cov{{font-size:11px;fill:#555}}text.low{{fill:{FLAG_COLOR};font-weight:700}}"
+        "p{font-size:13px;color:#333;margin:4px 0}"
     )
     header = f"<h3 style='margin:0 0 4px 0'>{html.escape(title)}</h3>" if title else ""
     notes = f"<p>{html.escape(note)}</p>" if note else ""

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .projection import normalize_rows
 
-KWIC_WIDTH = 26  # characters of context either side
+KWIC_WIDTH = 20  # characters of context either side
 
 
 def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> pd.DataFrame:

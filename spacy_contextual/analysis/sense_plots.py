@@ -128,16 +128,19 @@ def sense_scatter(
                 hovertemplate=HOVER,
             )
         )
-    fig.update_layout(
-        title=title,
-        height=height,
-        legend_title_text=color,
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        xaxis={"title": {"text": axis_titles[0], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
-        yaxis={"title": {"text": axis_titles[1], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
-        clickmode="event+select",
-    )
+    fig.update_layout(legend_title_text=color, clickmode="event+select", **_layout(title, axis_titles, height))
     return fig
+
+
+def _layout(title: str, axis_titles: tuple[str, str], height: int) -> dict:
+    """Title, height, margins and the axes titled in a legible font."""
+    return {
+        "title": title,
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+        "xaxis": {"title": {"text": axis_titles[0], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
+        "yaxis": {"title": {"text": axis_titles[1], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
+    }
 
 
 def word_form_frame(occurrences: pd.DataFrame, static: np.ndarray) -> tuple[pd.DataFrame, tuple[str, str]]:
@@ -174,14 +177,7 @@ def word_form_figure(
     frame: pd.DataFrame, title: str = "", axis_titles: tuple[str, str] = ("", ""), height: int = 420
 ) -> go.Figure:
     fig = go.Figure(_word_form_trace(frame))
-    fig.update_layout(
-        title=title,
-        height=height,
-        showlegend=False,
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        xaxis={"title": {"text": axis_titles[0], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
-        yaxis={"title": {"text": axis_titles[1], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
-    )
+    fig.update_layout(showlegend=False, **_layout(title, axis_titles, height))
     return fig
 
 

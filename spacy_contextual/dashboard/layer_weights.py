@@ -86,7 +86,7 @@ def render_example() -> None:
     st.dataframe(mixes, hide_index=True, key=f"{KEY}_table")
     with st.expander("How this example was made", expanded=True):
         if about.get("command"):
-            st.code(about["command"], language="bash")
+            st.code(about["command"], language="bash", wrap_lines=True)
         details = {k: v for k, v in about.items() if k not in ("command", "summary")}
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in details.items()))
         if scores:
