@@ -107,3 +107,25 @@ def test_the_shipped_example_is_a_written_mixes_file(pipeline_dir, tmp_path):
     again, rest = read_mixes_json(tmp_path / "mixes.json")
     pd.testing.assert_frame_equal(again, listener_mixes(load_pipeline(pipeline_dir)))
     assert rest["about"] == {"command": "spacy train x"} and len(written["mixes"]) == 6
+
+
+def test_a_cove_pipeline_names_the_mixed_layers(tmp_path):
+    """The shipped CoVe tagger config concatenates GloVe and mixes CoVe-1 and CoVe-2 only."""
+    import spacy
+    from spacy.training import Example
+    from thinc.api import Config
+
+    config = Config().from_disk(app_models.REPO / "configs" / "cove_tagger.cfg", interpolate=False)
+    config["paths"]["cove_model"] = str(app_models.tiny_cove_dir(tmp_path / "cove"))
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+    words = ["the", "man", "eat", "blue", "ham"]
+    doc = spacy.tokens.Doc(nlp.vocab, words=words)
+    example = Example.from_dict(
+        doc, {"tags": ["DT", "NN", "VB", "JJ", "NN"], "pos": ["DET", "NOUN", "VERB", "ADJ", "NOUN"]}
+    )
+    nlp.initialize(lambda: [example])
+    mixes = listener_mixes(nlp)
+    assert set(mixes["encoder"]) == {"cove"} and set(mixes["component"]) == {"tagger", "morphologizer"}
+    for _, group in mixes.groupby("component"):
+        assert list(group["layer"]) == [1, 2] and list(group["label"]) == ["CoVe-1", "CoVe-2"]
+    assert list(layer_weights_figure(mixes).data[0].x) == ["CoVe-1", "CoVe-2"]
