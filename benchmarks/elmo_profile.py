@@ -5,10 +5,12 @@ lm_corpus valid. Two regions are timed as wholes: the char CNN with its word cac
 (``ElmoEmbedder._token_vectors``) and the LSTM stacks (``BiLM.encode``). Inside each, every op called from
 Python is charged its CPU time (children included) under its name and its operand shapes written with
 the model's sizes as symbols (P projection, D cell, n anything else), so the LSTM's products read as
-what they are: ``addmm (n,4D) (n,P) (P,4D)`` is W_h h, ``linear (n,n,P) (4D,P)`` is W_x x for all steps,
-``mm (n,D) (D,P)`` is W_P. Region time not inside any op is Python (the step loop and its bookkeeping)
-plus the profiler's own cost per op; the same run is also timed without the profiler. The LSTM FLOP/s
-counts 2 * positions * (P*4D + P*4D + D*P) per direction and layer, positions with the boundaries.
+what they are. Base commit: ``addmm (n,4D) (n,P) (P,4D)`` is W_h h, ``linear (n,n,P) (4D,P) (4D)`` is
+W_x x for all steps, ``mm (n,D) (D,P)`` is W_P. Now: ``addmm (4D,n) (4D,P) (P,n)`` is W_h h^T,
+``addmm (4D,1) (4D,P) (P,n)`` is W_x x^T + b for a block of steps, ``mm (n,D) (D,P)`` is W_P.
+Region time not inside any op is Python (the step loop and its bookkeeping) plus the profiler's own
+cost per op; the same run is also timed without the profiler. The LSTM FLOP/s counts
+2 * positions * (P*4D + P*4D + D*P) per direction and layer, positions with the boundaries.
 
     python benchmarks/elmo_profile.py --size original --lines 300 --threads 1 [--top 25]
 """
@@ -55,7 +57,7 @@ def instrumented(embedder: ElmoEmbedder) -> ElmoEmbedder:
 
 def symbolic_shapes(shapes: list, P: int, D: int) -> str:
     """Operand shapes with the model sizes as symbols: [[64, 512], [512, 16384]] -> "(n,P) (P,4D)"."""
-    names = {P: "P", 2 * P: "2P", D: "D", 2 * D: "2D", 3 * D: "3D", 4 * D: "4D"}
+    names = {1: "1", P: "P", 2 * P: "2P", D: "D", 2 * D: "2D", 3 * D: "3D", 4 * D: "4D"}
     return " ".join("(" + ",".join(names.get(dim, "n") for dim in shape) + ")" for shape in shapes if shape)
 
 

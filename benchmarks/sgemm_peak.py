@@ -8,9 +8,10 @@ An (M x K) @ (K x N) product costs 2*M*K*N floating-point operations. Shapes:
 * (rows x 4096) @ (4096 x 512): the projection W_P;
 * the same shapes at the small size (P = 128, D = 1024).
 
-The weight is given as ``nn.Linear`` stores it, (N, K) and used transposed (``x @ W.t()``), and also as a
-contiguous (K, N) copy, since the two can run at different speeds. Each shape reports the best of
-``--repeats`` timings after a warm-up.
+With the weight W stored as ``nn.Linear`` stores it, (N, K), the same product is timed two ways:
+``x @ W.t()`` (M, N), as ``nn.Linear`` and the base commit's LSTM compute it, and ``W @ x.t()`` (N, M),
+its transpose, as ``models/lstm.py`` now computes the gates (MKL runs the two at different speeds).
+Each cell is the best of ``--repeats`` timings after a warm-up.
 
     python benchmarks/sgemm_peak.py --threads 1 2 [--output benchmarks/history/elmo_inference.md]
 """
@@ -28,30 +29,32 @@ SHAPES = [  # (label, M, K, N)
     ("square 2048", 2048, 2048, 2048),
     ("square 4096", 4096, 4096, 4096),
     ("original W_x x, 4096 positions", 4096, 512, 16384),
+    ("original W_x x, 256 positions", 256, 512, 16384),
     ("original W_h h, 64 rows", 64, 512, 16384),
     ("original W_h h, 32 rows", 32, 512, 16384),
     ("original W_h h, 8 rows", 8, 512, 16384),
     ("original W_h h, 1 row", 1, 512, 16384),
     ("original W_P, 64 rows", 64, 4096, 512),
     ("original W_P, 8 rows", 8, 4096, 512),
+    ("small W_x x, 256 positions", 256, 128, 4096),
     ("small W_h h, 64 rows", 64, 128, 4096),
+    ("small W_h h, 8 rows", 8, 128, 4096),
     ("small W_P, 64 rows", 64, 1024, 128),
 ]
 
 
-def gflops(m: int, k: int, n: int, transposed: bool, repeats: int) -> float:
-    a = torch.randn(m, k)
-    weight = torch.randn(n, k)
-    b = weight.t() if transposed else weight.t().contiguous()
-    out = torch.empty(m, n)
+def gflops(m: int, k: int, n: int, weight_left: bool, repeats: int) -> float:
+    x, weight = torch.randn(m, k), torch.randn(n, k)
+    left, right = (weight, x.t()) if weight_left else (x, weight.t())
+    out = torch.empty(left.shape[0], right.shape[1])
     flops = 2 * m * k * n
     calls = max(1, int(2e9 // flops))  # about 2 GFLOP per timing
-    torch.mm(a, b, out=out)
+    torch.mm(left, right, out=out)
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(calls):
-            torch.mm(a, b, out=out)
+            torch.mm(left, right, out=out)
         best = min(best, (time.perf_counter() - start) / calls)
     return flops / best / 1e9
 
@@ -64,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     header = "| shape (M x K x N) | " + " | ".join(
-        f"{t} thread{'s' * (t > 1)}: W.t() / contiguous" for t in args.threads
+        f"{t} thread{'s' * (t > 1)}: x @ W.t() / W @ x.t()" for t in args.threads
     )
     lines = [
         f"GFLOP/s of torch.mm, float32, torch {torch.__version__}, load average {os.getloadavg()[0]:.2f} at start",
@@ -76,7 +79,7 @@ def main() -> None:
         cells = []
         for threads in args.threads:
             torch.set_num_threads(threads)
-            cells.append(f"{gflops(m, k, n, True, args.repeats):.0f} / {gflops(m, k, n, False, args.repeats):.0f}")
+            cells.append(f"{gflops(m, k, n, False, args.repeats):.0f} / {gflops(m, k, n, True, args.repeats):.0f}")
         lines.append(f"| {label} ({m} x {k} x {n}) | " + " | ".join(cells) + " |")
         print(lines[-1], flush=True)
     lines.append(f"\nload average {os.getloadavg()[0]:.2f} at end")
