@@ -13,9 +13,11 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
 * The gate pre-activations are computed transposed, z^T = W_h h^T + (W_x x_t + b)^T of shape (4D, rows),
   and c is kept transposed, (D, rows): with the weight as the left operand MKL runs these products
   markedly faster than ``h @ W_h.T`` (``benchmarks/sgemm_peak.py``), and each gate is a contiguous block.
-* W_x x + b is one product per block of about ``BLOCK_POSITIONS`` (step, row) positions, not one over
-  the whole (B, T) batch: at the original size that would be a (B, T, 4D) buffer of hundreds of MB,
-  and memory that large is freshly mapped (page faults) on every call.
+* W_x x + b is one product per block of steps whose gate inputs fill at most ``BLOCK_BYTES``, not one
+  over the whole (B, T) batch: at the original size that would be a (B, T, 4D) buffer of hundreds of
+  MB, and the C allocator (glibc) maps memory that large afresh, page faults and all, on every call,
+  while it reuses blocks under 32 MiB. Blocks of a few hundred positions or more keep the product
+  as fast as one over the whole batch.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from torch import nn
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h (B, P), c (B, D))
 
-BLOCK_POSITIONS = 256  # (step, row) positions per input product: 16 MB of gate inputs at D = 4096
+BLOCK_BYTES = 30 * 2**20  # under glibc's 32 MiB mmap limit: 480 (step, row) positions at D = 4096, 1920 at D = 1024
 
 
 class ProjectedLSTM(nn.Module):
@@ -80,7 +82,7 @@ class ProjectedLSTM(nn.Module):
         D = self.cell_dim
         active_rows = (sorted_lengths[None, :] > torch.arange(steps, device=lengths.device)[:, None]).sum(1).tolist()
         max_len = int(sorted_lengths[0]) if batch else 0
-        block_steps = max(1, BLOCK_POSITIONS // max(batch, 1))
+        block_steps = max(1, BLOCK_BYTES // (4 * D * inputs.element_size() * max(batch, 1)))
 
         finished_h: list[torch.Tensor] = []
         finished_c: list[torch.Tensor] = []

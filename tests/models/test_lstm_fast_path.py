@@ -65,15 +65,17 @@ def gradients(outputs, final, tensors, seed: int = 1):
     [(12, 24, 8, 3.0), (12, 16, 16, 0.5), (8, 24, 8, None)],
     ids=["projection+clips", "no-projection+clips", "projection-no-clip"],
 )
-@pytest.mark.parametrize("block_positions", [lstm_module.BLOCK_POSITIONS, 5])
+@pytest.mark.parametrize("block_steps", [None, 1, 3], ids=["default-blocks", "1-step-blocks", "3-step-blocks"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_projected_lstm_equals_the_per_step_reference(
-    monkeypatch, input_dim, cell_dim, projection_dim, clip, block_positions, dtype
+    monkeypatch, input_dim, cell_dim, projection_dim, clip, block_steps, dtype
 ):
-    monkeypatch.setattr(lstm_module, "BLOCK_POSITIONS", block_positions)  # 5: blocks end mid-sentence
+    lengths = torch.tensor([5, 9, 1, 0, 9, 3, 7])  # ragged, unsorted, a full row and an empty one
+    if block_steps is not None:  # 3: rows finish in the middle of a block of input products
+        block_bytes = block_steps * 4 * cell_dim * torch.empty((), dtype=dtype).element_size() * len(lengths)
+        monkeypatch.setattr(lstm_module, "BLOCK_BYTES", block_bytes)
     lstm = random_lstm(input_dim, cell_dim, projection_dim, clip).to(dtype)
     torch.manual_seed(2)
-    lengths = torch.tensor([5, 9, 1, 0, 9, 3, 7])  # ragged, unsorted, a full row and an empty one
     inputs = torch.randn(7, 11, input_dim) * (torch.arange(11)[None, :] < lengths[:, None])[..., None]
     state = (torch.randn(7, projection_dim), torch.randn(7, cell_dim) * 2)
     inputs, state = inputs.to(dtype), tuple(s.to(dtype) for s in state)
