@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import h5py
+from record import record_entry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from elmo_speed import VALID, random_bilm  # noqa: E402
@@ -100,10 +101,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, help="OMP/MKL threads for every process (default: torch's)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/cli_speed"))
-    parser.add_argument("--output", type=Path, help="append the markdown table to this file")
+    parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
 
     table = [
+        f"## {time.strftime('%Y-%m-%d %H:%M')}: whole-process `spacy-contextual elmo --all` against AllenNLP 2.10.1\n",
         f"`python benchmarks/cli_speed.py {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}, "
         f"{platform.machine()}, {os.cpu_count()} cores, threads: {args.threads or 'default'})\n",
         "| size | lines | command | seconds (best) | all rounds | peak RSS (MB) | CPU s | load before each round |",
@@ -135,8 +137,7 @@ def main() -> None:
     text = "\n".join(table) + "\n"
     print(text)
     if args.output:
-        with args.output.open("a", encoding="utf-8") as handle:
-            handle.write(text)
+        record_entry(args.output, text)
 
 
 if __name__ == "__main__":

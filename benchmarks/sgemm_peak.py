@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
 import torch
+from record import record_entry
 
 SHAPES = [  # (label, M, K, N)
     ("square 2048", 2048, 2048, 2048),
@@ -63,14 +65,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", type=Path, help="append the markdown table to this file")
+    parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
     torch.manual_seed(0)
     header = "| shape (M x K x N) | " + " | ".join(
         f"{t} thread{'s' * (t > 1)}: x @ W.t() / W @ x.t()" for t in args.threads
     )
     lines = [
-        f"GFLOP/s of torch.mm, float32, torch {torch.__version__}, load average {os.getloadavg()[0]:.2f} at start",
+        f"## {time.strftime('%Y-%m-%d %H:%M')}: SGEMM rate of this CPU at the LSTM's shapes\n",
+        f"`python benchmarks/sgemm_peak.py {' '.join(sys.argv[1:])}`: GFLOP/s of torch.mm, float32, "
+        f"torch {torch.__version__}, load average {os.getloadavg()[0]:.2f} at start",
         "",
         header + " |",
         "|---" * (1 + len(args.threads)) + "|",
@@ -86,8 +90,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output:
-        with args.output.open("a", encoding="utf-8") as handle:
-            handle.write(text)
+        record_entry(args.output, text)
 
 
 if __name__ == "__main__":
