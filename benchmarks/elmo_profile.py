@@ -2,7 +2,7 @@
 
 Random weights at the small or original size (``elmo_speed.SIZES``), the first ``--lines`` lines of
 lm_corpus valid. Two regions are timed as wholes: the char CNN with its word cache
-(``ElmoEmbedder._token_vectors``) and the LSTM stacks (``BiLM.encode``). Inside each, every op called from
+(``TokenVectorCache.token_vectors``) and the LSTM stacks (``BiLM.encode``). Inside each, every op called from
 Python is charged its CPU time (children included) under its name and its operand shapes written with
 the model's sizes as symbols (P projection, D cell, n anything else), so the LSTM's products read as
 what they are. Base commit: ``addmm (n,4D) (n,P) (P,4D)`` is W_h h, ``linear (n,n,P) (4D,P) (4D)`` is
@@ -32,7 +32,7 @@ from elmo_speed import random_bilm, read_sentences  # noqa: E402
 
 from spacy_contextual.embedders.elmo import ElmoEmbedder  # noqa: E402
 
-REGIONS = {"_token_vectors": "char CNN + word cache", "encode": "LSTM stacks (BiLM.encode)"}
+REGIONS = {"token_vectors": "char CNN + word cache", "encode": "LSTM stacks (BiLM.encode)"}
 
 
 def lstm_flops(bilm, sentences: list[list[str]]) -> int:
@@ -44,7 +44,7 @@ def lstm_flops(bilm, sentences: list[list[str]]) -> int:
 
 def instrumented(embedder: ElmoEmbedder) -> ElmoEmbedder:
     """Wrap the two regions in record_function labels (on this instance only)."""
-    for owner, name in ((embedder, "_token_vectors"), (embedder.bilm, "encode")):
+    for owner, name in ((embedder.token_cache, "token_vectors"), (embedder.bilm, "encode")):
         method = getattr(owner, name)
 
         def wrapped(*args, _method=method, _label=REGIONS[name], **kwargs):
@@ -110,7 +110,7 @@ def main() -> None:
     print(f"LSTM: {flops / 1e9:.0f} GFLOP; {flops / lstm_seconds / 1e9:.1f} GFLOP/s over the LSTM stacks (profiled)")
     print(f"\ntop {args.top} ops by time (share of the profiled run):")
     for (region, name, shapes), seconds in sorted(by_op.items(), key=lambda item: -item[1])[: args.top]:
-        short = "CNN " if region == REGIONS["_token_vectors"] else "LSTM"
+        short = "CNN " if region == REGIONS["token_vectors"] else "LSTM"
         print(f"  {seconds:7.2f} s {100 * seconds / profiled:5.1f} %  {short}  {name} {shapes}")
 
 

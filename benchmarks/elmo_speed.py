@@ -161,7 +161,7 @@ def measure(size: str, path: str, lines: int, threads: int) -> dict:
 
             embedder = ElmoEmbedder(bilm)
             timed(embedder.bilm, "encode", lstm_seconds)
-            timed(embedder, "_token_vectors", cnn_seconds)
+            timed(embedder.token_cache, "token_vectors", cnn_seconds)
             for _ in embedder.iter_embed(sentences, batch_size=64):
                 pass
         else:
