@@ -10,7 +10,9 @@ Weights: random, at the small (2x1024_128, 2048-filter CNN, 1 highway) and origi
   stacks with ELMo's topology (separate forward and backward stacks, residual on layer 2), packed
   sequences, no clipping, no caching.
 
-Each measurement runs in its own process so that its peak RSS is its own. For the exact path the
+Each measurement runs in its own process so that its peak RSS is its own; besides wall time it
+reports the process's CPU time over the same span, which other jobs on the machine disturb less. For
+the exact path the
 time inside ``BiLM.encode`` (the LSTM stacks) and inside the char CNN with its word cache are also
 timed, and their FLOP/s reported: the LSTMs do 2 * positions * (P*4D + P*4D + D*P) per direction and
 layer (positions with the boundaries, padding not counted), the CNN 2 * multiply-adds of the
@@ -154,6 +156,7 @@ def measure(size: str, path: str, lines: int, threads: int) -> dict:
     bilm = random_bilm(size)
     lstm_seconds, cnn_seconds = [0.0], [0.0]
     cnn_flops = count_cnn_flops(bilm.token_encoder)
+    cpu_start = time.process_time()
     start = time.perf_counter()
     with torch.no_grad():
         if path == "exact":
@@ -169,12 +172,14 @@ def measure(size: str, path: str, lines: int, threads: int) -> dict:
             for i in range(0, len(sentences), 64):
                 plain(sentences[i : i + 64])
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "size": size,
         "path": path,
         "tokens": n_tokens,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "tokens_per_s": n_tokens / seconds,
         "peak_rss_mb": peak_mb,
         "lstm_gflop": lstm_flops(bilm.config, n_tokens + 2 * len(sentences)) / 1e9,
@@ -224,13 +229,13 @@ def main() -> None:
         f"{args.threads} threads, torch {torch.__version__}, load average {' / '.join(loads)} before each round)\n",
         f"`python benchmarks/elmo_speed.py {' '.join(sys.argv[1:])}` on the first {args.lines} lines of lm_corpus "
         f"valid ({tokens} tokens), random weights; best of {args.rounds} alternating round(s).\n",
-        "| size | path | tokens/s | seconds | LSTM s | LSTM GFLOP/s | CNN s | CNN GFLOP/s | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| size | path | tokens/s | seconds | CPU s | LSTM s | LSTM GFLOP/s | CNN s | CNN GFLOP/s | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (size, label), r in best.items():
         lstm = f"{r['lstm_seconds']:.1f} | {r['lstm_gflop'] / r['lstm_seconds']:.1f}" if "lstm_seconds" in r else "|"
         cnn = f"{r['cnn_seconds']:.1f} | {r['cnn_gflop'] / r['cnn_seconds']:.1f}" if "cnn_seconds" in r else "|"
-        speed = f"{r['tokens_per_s']:.0f} | {r['seconds']:.1f}"
+        speed = f"{r['tokens_per_s']:.0f} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f}"
         table.append(f"| {size} | {label} | {speed} | {lstm} | {cnn} | {r['peak_rss_mb']:.0f} |")
     text = "\n".join(table) + "\n"
     print(text)
