@@ -12,9 +12,8 @@ Weights: random, at the small (2x1024_128, 2048-filter CNN, 1 highway) and origi
 
 Each measurement runs in its own process so that its peak RSS is its own; besides wall time it
 reports the process's CPU time over the same span, which other jobs on the machine disturb less. For
-the exact path the
-time inside ``BiLM.encode`` (the LSTM stacks) and inside the char CNN with its word cache are also
-timed, and their FLOP/s reported: the LSTMs do 2 * positions * (P*4D + P*4D + D*P) per direction and
+the exact path the time inside ``BiLM.encode`` (the LSTM stacks) and inside the char CNN with its
+word cache are also timed, and their FLOP/s reported: the LSTMs do 2 * positions * (P*4D + P*4D + D*P) per direction and
 layer (positions with the boundaries, padding not counted), the CNN 2 * multiply-adds of the
 convolutions and linear layers it actually ran (counted by forward hooks). Compare with
 ``benchmarks/sgemm_peak.py``. ``--before TREE`` also runs the exact path from another source tree
