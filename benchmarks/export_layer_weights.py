@@ -14,26 +14,35 @@ import argparse
 import re
 from pathlib import Path
 
+import spacy
+
 from spacy_contextual.analysis.layer_weights import write_mixes_json
 
-STEP_ROW = re.compile(r"^\s*\d+\s+(\d+)\s+[\d.\s]+?([\d.]+)\s*$")  # epoch, step, ..., score
 
-
-def training_progress(log: Path, patience: int) -> dict:
-    """{"last_step", "best_step", "best_score", "converged"} from a ``spacy train`` console log: converged
-    when the run finished ("Saved pipeline") ``patience`` steps after its best evaluation."""
+def training_progress(log: Path, patience: int, score_weights: dict[str, float]) -> dict:
+    """{"last_step", "best_step", "best_score", "converged"} from a ``spacy train`` console log. The
+    log's SCORE column is rounded to two decimals, so each evaluation's score is recomputed from its
+    columns (TAG_ACC, POS_ACC, ...) with the config's ``score_weights``; converged = the run finished
+    ("Saved pipeline") ``patience`` steps after its best evaluation."""
     text = log.read_text(encoding="utf-8", errors="replace")
-    rows = [(int(m.group(1)), float(m.group(2))) for line in text.splitlines() if (m := STEP_ROW.match(line))]
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in text.splitlines()]
+    header = next(line.split() for line in lines if line.startswith("E ") and "SCORE" in line)
+    columns = {name.lower(): index - len(header) for index, name in enumerate(header)}  # counted from the right
+    rows = []
+    for line in lines:
+        cells = line.split()
+        if len(cells) > 3 and cells[0].isdigit() and cells[1].isdigit():
+            score = sum(w * float(cells[columns[k]]) / 100 for k, w in score_weights.items() if w and k in columns)
+            rows.append((int(cells[1]), score))
     if not rows:
         return {"last_step": None, "best_step": None, "best_score": None, "converged": False}
     best_step, best_score = max(rows, key=lambda row: (row[1], -row[0]))
     last_step = rows[-1][0]
-    finished = "Saved pipeline to output directory" in text
     return {
         "last_step": last_step,
         "best_step": best_step,
-        "best_score": best_score,
-        "converged": finished and last_step - best_step >= patience,
+        "best_score": round(best_score, 4),
+        "converged": "Saved pipeline to output directory" in text and last_step - best_step >= patience,
     }
 
 
@@ -45,14 +54,14 @@ def main() -> None:
     parser.add_argument("--command", required=True, help="the spacy train command that made the pipeline")
     parser.add_argument("--data", required=True, help="the training and dev data")
     parser.add_argument("--wall-clock", default="", help="how long the training took")
-    parser.add_argument("--patience", type=int, default=1600, help="[training] patience of the config")
     args = parser.parse_args()
-    progress = training_progress(args.log, args.patience)
+    training = spacy.util.load_config(args.pipeline / "config.cfg", interpolate=False)["training"]
+    progress = training_progress(args.log, training["patience"], dict(training["score_weights"]))
     best = args.pipeline.name
     state = (
         "converged (stopped on its patience)"
         if progress["converged"]
-        else f"NOT converged: stopped at step {progress['last_step']} before its patience ran out"
+        else f"NOT converged: taken at step {progress['last_step']}, before its patience ran out"
     )
     about = {
         "summary": f"the mixes of the tagger and morphologizer of one UD English EWT run on the bundled ELMo "

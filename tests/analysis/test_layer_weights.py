@@ -101,7 +101,7 @@ def test_the_shipped_example_is_a_written_mixes_file(pipeline_dir, tmp_path):
     for _, group in mixes.groupby("component"):
         assert group["weight"].sum() == pytest.approx(1.0, abs=1e-5)
     about = document["about"]
-    assert about["command"].startswith("python -m spacy train configs/elmo_tagger.cfg") and about["best_step"]
+    assert "python -m spacy train configs/elmo_tagger.cfg" in about["command"] and about["best_step"] == 3200
     assert {"tag_acc", "pos_acc"} <= set(document["scores"])
     written = write_mixes_json(pipeline_dir, tmp_path / "mixes.json", {"command": "spacy train x"})
     again, rest = read_mixes_json(tmp_path / "mixes.json")
