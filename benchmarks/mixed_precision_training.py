@@ -28,7 +28,7 @@ from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.trainer import pretrain
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "lm_corpus"
-MODEL = BiLMConfig(char_embedding_dim=8, filters=[[1, 16], [2, 32], [3, 64], [4, 128]], lstm_dim=256, projection_dim=64)
+MODEL = BiLMConfig(char_embedding_dim=8, filters=[[1, 8], [2, 16], [3, 32]], lstm_dim=64, projection_dim=32)
 
 
 def copy_lines(source: Path, target: Path, lines: int) -> Path:
