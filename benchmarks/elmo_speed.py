@@ -44,13 +44,15 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 ROOT = Path(__file__).resolve().parents[1]
 VALID = ROOT.parent / "shared" / "data" / "lm_corpus" / "valid.txt.gz"
 SIZES = {
+    "tiny": dict(char_embedding_dim=4, filters=[[1, 4], [2, 8], [3, 16]], lstm_dim=32, projection_dim=16),  # dry runs
     "small": dict(lstm_dim=1024, projection_dim=128, n_highway=1),
     "original": dict(lstm_dim=4096, projection_dim=512, n_highway=2),
 }
 
 
-def read_sentences(lines: int) -> list[list[str]]:
-    with gzip.open(VALID, "rt", encoding="utf-8") as handle:
+def read_sentences(lines: int, path: Path = VALID) -> list[list[str]]:
+    """The first ``lines`` whitespace-tokenised lines of a text file (.gz or plain)."""
+    with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as handle:
         return [line.split() for _, line in zip(range(lines), handle, strict=False)]
 
 

@@ -5,7 +5,8 @@ outside the vocabulary the zero vector), 1 = CoVe-1, 2 = CoVe-2 (the paper's CoV
 is [300, 600, 600], so ``array[0, :, :300]`` is the GloVe vector. The paper's downstream input
 [GloVe ; CoVe] is ``np.concatenate([a[0, :, :300], a[2]], axis=1)``. Tokens are lowercased before
 lookup, as the model was trained. ``translate`` needs the whole MT model (a "cove-mt" directory such
-as the bundled default) and returns the attention matrix too.
+as the bundled default) and returns the attention matrix too. ``autocast_dtype`` (torch.bfloat16 or
+torch.float16) runs the encoder and the translator under autocast; the arrays stay float32.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from ..devices import autocast, resolve_device
 from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import MT_KIND, load_cove_layers, load_translator, model_kind
 from ..formats.cove_pth import load_published_cove
@@ -42,11 +44,11 @@ class CoveEmbedder(Embedder):
         target_vocab: Sequence[str] | None = None,
         device: str | torch.device = "cpu",
         max_batch_tokens: int = 4096,
+        autocast_dtype: torch.dtype | None = None,
     ):
         super().__init__(max_batch_tokens)
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device 'cuda' was asked for but torch sees no CUDA device; use device='cpu'")
+        self.device = resolve_device(device)
+        self.autocast_dtype = autocast_dtype
         self.layers = layers.to(self.device).eval()
         self.translator = None if translator is None else translator.to(self.device).eval()
         self.target_vocab = None if target_vocab is None else Vocab(target_vocab)
@@ -87,7 +89,8 @@ class CoveEmbedder(Embedder):
         rows = [i for i, sentence in enumerate(sentences) if len(sentence) > 0]
         if rows:
             ids, lengths = self.layers.word_ids([sentences[i] for i in rows])
-            stacked = self.layers(ids, lengths).float().cpu().numpy()  # (B, 3, T, 2H)
+            with autocast(self.device, self.autocast_dtype):
+                stacked = self.layers(ids, lengths).float().cpu().numpy()  # (B, 3, T, 2H)
             for row, index in enumerate(rows):
                 out[index] = np.ascontiguousarray(stacked[row, :, : int(lengths[row])])
         return out
@@ -114,16 +117,17 @@ class CoveEmbedder(Embedder):
                 "(the bundled default is one)"
             )
         sources = [tokenize(s) if isinstance(s, str) else [t.lower() for t in s] for s in sentences]
-        results = translate_ids(
-            self.translator, [self.vocab.encode(s) for s in sources], beam, alpha, max_length, batch_size
-        )
+        with autocast(self.device, self.autocast_dtype):
+            results = translate_ids(
+                self.translator, [self.vocab.encode(s) for s in sources], beam, alpha, max_length, batch_size
+            )
         out = []
         for source, result in zip(sources, results, strict=True):
             if result is None:
                 out.append(Translated([], np.zeros((0, 0), dtype=np.float32), [], ""))
                 continue
             tokens = self.target_vocab.decode(result.ids)
-            attention = result.attention[: len(tokens)].float().numpy()
+            attention = result.attention[: len(tokens)].numpy()
             if replace_unk:
                 tokens = replace_unknown(tokens, attention, source)
             out.append(Translated(tokens, attention, source, detokenize(tokens)))

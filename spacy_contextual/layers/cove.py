@@ -69,7 +69,8 @@ def cove_encoder_v1(
     window: int = 128, max_batch_tokens: int = 4096, mixed_precision: bool = False, segment_cache_mb: int = 0
 ) -> DocsToLayers:
     """The GloVe + MT-LSTM layer (stateless: the encoder carries no state between sentences).
-    ``segment_cache_mb``: MiB of encoded segments kept while the encoder runs without gradients (0: no cache)."""
+    ``mixed_precision``: autocast, float16 on CUDA and bfloat16 on the CPU; ``segment_cache_mb``: MiB of
+    encoded segments kept while the encoder runs without gradients (0: no cache)."""
     shim = CoveShim(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
     return ContextualEncoder("cove_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=False)
 

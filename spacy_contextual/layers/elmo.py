@@ -74,7 +74,7 @@ class BiLMShim(EncoderShim):
             self.token_cache.clear()
 
     def to_device(self, device_type: str, device_id: int) -> None:
-        self.token_cache.clear()
+        self.token_cache.clear()  # frees its vectors on the old device; the carried LSTM state moves along
         super().to_device(device_type, device_id)
 
     # -- architecture ---------------------------------------------------------------------------
@@ -105,10 +105,10 @@ def elmo_encoder_v1(
 ) -> DocsToLayers:
     """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
     tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
-    deterministic); ``mixed_precision``: autocast on CUDA; ``token_cache_size``: word types whose
-    char-CNN vectors are kept for inference (0: no cache); ``segment_cache_mb``: MiB of encoded
-    segments kept while the biLM runs without gradients, so repeated sentences (later training
-    epochs) are not encoded again (0: no cache)."""
+    deterministic); ``mixed_precision``: autocast, float16 on CUDA and bfloat16 on the CPU;
+    ``token_cache_size``: word types whose char-CNN vectors are kept for inference (0: no cache);
+    ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
+    repeated sentences (later training epochs) are not encoded again (0: no cache)."""
     shim = BiLMShim(
         stateful=stateful,
         mixed_precision=mixed_precision,

@@ -2,7 +2,8 @@
 
     model/              the biLM + softmax + vocab.txt (our model-directory format, fp32)
     optimizer.safetensors   every tensor of the optimizer state (``state.<param>.<name>``) and the
-                            torch RNG state of every rank (``rng.<rank>``)
+                            random state of every rank: ``rng.<rank>`` (the CPU generator) and,
+                            on CUDA, ``cuda_rng.<rank>`` (the GPU's)
     trainer_state.json  step, stream positions, history, the optimizer's non-tensor state
 
 It is written to ``<dir>.tmp`` and then renamed over ``<dir>``, so a run killed while writing
@@ -56,15 +57,22 @@ def save_checkpoint(
     lm: BidirectionalLM,
     optimizer: torch.optim.Optimizer,
     trainer_state: dict[str, Any],
-    rng_states: list[torch.Tensor],
+    random_states: dict[str, list[torch.Tensor]],
 ) -> Path:
+    """``random_states``: per generator ("rng", "cuda_rng"), its state on every rank."""
     directory = Path(directory)
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     lm.save(tmp / "model", info={"step": trainer_state["step"]})
     tensors, meta = optimizer_to_flat(optimizer)
-    tensors.update({f"rng.{rank}": rng for rank, rng in enumerate(rng_states)})
+    tensors.update(
+        {
+            f"{generator}.{rank}": state
+            for generator, states in random_states.items()
+            for rank, state in enumerate(states)
+        }
+    )
     save_file(tensors, str(tmp / OPTIMIZER_NAME))
     (tmp / STATE_NAME).write_text(json.dumps({**trainer_state, "optimizer": meta}, indent=1) + "\n", encoding="utf-8")
     old = directory.with_name(directory.name + ".old")
@@ -87,12 +95,17 @@ def find_checkpoint(directory: PathLike) -> Path:
 
 def load_checkpoint(
     directory: PathLike,
-) -> tuple[BidirectionalLM, dict[str, Any], dict[str, Any], dict[int, torch.Tensor]]:
-    """(the LM with its trained weights, trainer state, optimizer state dict, torch RNG state per rank)."""
+) -> tuple[BidirectionalLM, dict[str, Any], dict[str, Any], dict[str, dict[int, torch.Tensor]]]:
+    """(the LM with its trained weights, trainer state, optimizer state dict, random states: per
+    generator, rank -> state)."""
     directory = find_checkpoint(directory)
     lm, _ = load_language_model(directory / "model")
     state = json.loads((directory / STATE_NAME).read_text(encoding="utf-8"))
     tensors = load_file(str(directory / OPTIMIZER_NAME))
     optimizer = optimizer_from_flat(tensors, state.pop("optimizer"))
-    rngs = {int(k.split(".")[1]): v for k, v in tensors.items() if k.startswith("rng.")}
-    return lm, state, optimizer, rngs
+    random_states: dict[str, dict[int, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        if not key.startswith("state."):
+            generator, rank = key.rsplit(".", 1)
+            random_states.setdefault(generator, {})[int(rank)] = value
+    return lm, state, optimizer, random_states

@@ -46,7 +46,8 @@ class TrainingConfig:
     validate_minutes: float = 10.0
     export_dir: str | None = None  # also write the fp16 biLM here whenever validation improves
     export_dtype: str = "float16"
-    device: str = "auto"  # auto | cpu | cuda
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (under torchrun: cuda or auto, the GPU of LOCAL_RANK)
+    mixed_precision: bool = False  # bf16 autocast of the biLM's forward pass; softmax, loss and weights in float32
     num_threads: int | None = 1
 
 
