@@ -15,10 +15,7 @@ import gzip
 import json
 from pathlib import Path
 
-import spacy
 import typer
-from spacy.tokens import DocBin
-from tqdm import tqdm
 
 from ._app import app
 
@@ -31,6 +28,10 @@ def convert_sentiment(
     limit: int | None = typer.Option(None, help="at most this many records per split (for smoke tests)"),
 ) -> None:
     """Convert sentiment JSONL to .spacy files with exclusive text categories."""
+    import spacy
+    from spacy.tokens import DocBin
+    from tqdm import tqdm
+
     records = list(_read_jsonl(input_path))
     labels = sorted({record["label"] for record in records})
     if len(labels) < 2:
@@ -60,6 +61,10 @@ def convert_text(
 ) -> None:
     """Write a .spacy corpus as LM text for finetune-elmo: one line per sentence (per doc when the docs
     have no sentence boundaries), tokens separated by spaces, whitespace tokens left out."""
+    import spacy
+    from spacy.tokens import DocBin
+    from tqdm import tqdm
+
     if not input_path.is_file():
         raise typer.BadParameter(f"{input_path} is not a file; give a .spacy file written by DocBin (spacy convert)")
     docs = DocBin().from_disk(input_path).get_docs(spacy.blank(lang).vocab)

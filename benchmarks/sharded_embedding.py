@@ -1,0 +1,128 @@
+"""Corpus embedding with ``spacy-contextual elmo``: tokens/s with 1 and 2 processes, and peak memory
+against the input's size (it must not grow: the same peak within 10 % for 10,000 and 100,000 lines).
+
+The model: random weights at the small size (``elmo_speed.random_bilm("small")``). Input: the first
+N lines of ../shared/data/lm_corpus/train.txt.gz, as a .gz file. Every run is the command itself,
+in a fresh process; tokens/s are the input's tokens over the whole process's wall time (start-up,
+loading and writing included), peak RSS is the largest process's (``os.wait4``: the launcher or a
+rank). Speed: one process with 1 thread and with all cores' threads, and ``--processes 2`` (one
+thread each), taking turns ``--rounds`` times, the fastest round of each reported. Memory: ``--top``
+on ``--memory-lines`` (10,000 and 100,000 by default) with the process counts of ``--memory-processes``.
+
+    python benchmarks/sharded_embedding.py [--speed-lines 3000] [--memory-lines 10000 100000]
+        [--memory-processes 2] [--output benchmarks/history/elmo_inference.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from elmo_speed import random_bilm  # noqa: E402
+from record import record_entry  # noqa: E402
+
+TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lm_corpus" / "train.txt.gz"
+
+
+def first_lines(lines: int, path: Path) -> int:
+    """Write the first ``lines`` lines of the training corpus to ``path`` (.gz); their token count."""
+    tokens = 0
+    with gzip.open(TRAIN, "rt", encoding="utf-8") as source, gzip.open(path, "wt", encoding="utf-8") as out:
+        for _, line in zip(range(lines), source, strict=False):
+            out.write(line)
+            tokens += len(line.split())
+    return tokens
+
+
+def run(args: list[str], threads: int | None) -> tuple[float, float]:
+    """(seconds, peak RSS in MB of the largest process) of ``spacy-contextual ARGS``."""
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spacy_contextual", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{args} failed: {process.stderr.read().decode()[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def embed_args(corpus: Path, out: Path, model: Path, mode: str, processes: int) -> list[str]:
+    args = ["elmo", str(corpus), str(out), mode, "--model", str(model)]
+    return [*args, "--processes", str(processes)] if processes > 1 else args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--speed-lines", type=int, default=3000)
+    parser.add_argument("--memory-lines", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--memory-processes", type=int, nargs="*", default=[2])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--output", type=Path, help="record the run in this history file")
+    args = parser.parse_args()
+    from spacy_contextual.formats.bilm_dir import save_bilm
+
+    work = Path(tempfile.mkdtemp(prefix="sharded_embedding_"))
+    model = save_bilm(random_bilm("small"), work / "small")
+    cores = len(os.sched_getaffinity(0))
+    lines = f"`python benchmarks/sharded_embedding.py --speed-lines {args.speed_lines} --memory-lines "
+    lines += f"{' '.join(map(str, args.memory_lines))} --memory-processes {' '.join(map(str, args.memory_processes))}`"
+    report = [lines + f"; small size, random weights; {cores} cores.", ""]
+
+    corpus = work / f"train_{args.speed_lines}.txt.gz"
+    tokens = first_lines(args.speed_lines, corpus)
+    setups = {"1 process, 1 thread": (1, 1), f"1 process, {cores} threads": (1, cores), "`--processes 2`": (2, None)}
+    best: dict[str, tuple[float, float]] = {}
+    for round_ in range(args.rounds):
+        print(f"speed round {round_ + 1}: load average {os.getloadavg()[0]:.2f}", flush=True)
+        for name, (processes, threads) in setups.items():
+            seconds, rss = run(embed_args(corpus, work / "speed.hdf5", model, "--all", processes), threads)
+            best[name] = min(best.get(name, (seconds, rss)), (seconds, rss))
+            print(f"  {name}: {seconds:.1f} s, {tokens / seconds:,.0f} tokens/s, {rss:.0f} MB", flush=True)
+    baseline = tokens / best["1 process, 1 thread"][0]
+    report += [
+        f"Speed: `elmo --all`, first {args.speed_lines} lines of lm_corpus train ({tokens} tokens), whole process, "
+        f"fastest of {args.rounds} rounds.",
+        "",
+        "| run | seconds | tokens/s | vs 1 process, 1 thread | peak RSS MB (largest process) |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {name} | {s:.1f} | {tokens / s:,.0f} | {tokens / s / baseline:.2f}x | {rss:.0f} |"
+            for name, (s, rss) in best.items()
+        ),
+        "",
+        "Memory: `elmo --top` on the first N lines (.gz input); peak RSS of the largest process.",
+        "",
+        "| processes | lines | tokens | seconds | peak RSS MB |",
+        "|---|---|---|---|---|",
+    ]
+    for processes in args.memory_processes:
+        for count in args.memory_lines:
+            corpus = work / f"train_{count}.txt.gz"
+            tokens = first_lines(count, corpus)
+            print(f"memory: {processes} process(es), {count} lines: load average {os.getloadavg()[0]:.2f}", flush=True)
+            seconds, rss = run(embed_args(corpus, work / "memory.hdf5", model, "--top", processes), None)
+            print(f"  {seconds:.1f} s, {rss:.0f} MB", flush=True)
+            report.append(f"| {processes} | {count} | {tokens} | {seconds:.0f} | {rss:.0f} |")
+    table = "\n".join(report)
+    print(table)
+    if args.output:
+        machine = f"{platform.machine()}, {cores} cores"
+        heading = f"## {time.strftime('%Y-%m-%d')}: corpus embedding with 1 and 2 processes, memory against input size"
+        record_entry(args.output, f"{heading}\n\nMachine: {machine}.\n\n{table}")
+
+
+if __name__ == "__main__":
+    main()
