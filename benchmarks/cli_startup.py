@@ -5,7 +5,7 @@ for this tree and another (``--before``) in one run.
 The model: random weights at the small size (``elmo_speed.random_bilm("small")``: 2x1024_128,
 2048-filter CNN, 1 highway) saved as our model directory. Each command is a fresh process
 (``python -m spacy_contextual ...`` with ``PYTHONPATH`` naming the tree); seconds are its wall time,
-peak RSS comes from ``os.wait4``. The trees take turns, ``--rounds`` times, and each command is
+peak RSS comes from ``os.wait4`` (``processes.py``). The trees take turns, ``--rounds`` times, and each command is
 reported by its fastest round (other jobs share the CPU; the load average is printed). Also listed:
 which heavy modules ``import spacy_contextual.cli`` (what ``--help`` runs) loads in each tree.
 
@@ -26,35 +26,25 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elmo_speed import VALID, random_bilm  # noqa: E402
+from processes import SHARED_DATA, measure, save_random_model  # noqa: E402
 from record import record_entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "spacy", "thinc", "h5py", "numpy", "tqdm")
 
 
-def measure(tree: Path, args: list[str], threads: int) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of ``python -m spacy_contextual ARGS`` run from ``tree``."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads)}
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "spacy_contextual", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{args} failed in {tree}: {process.stderr.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024
-
-
-def heavy_imports(tree: Path) -> list[str]:
+def heavy_imports(tree: Path, cwd: Path) -> list[str]:
     """The modules of HEAVY that ``import spacy_contextual.cli`` loads from ``tree`` (checked to be the one used)."""
     code = (
         "import sys, spacy_contextual.cli; print(spacy_contextual.__file__); "
         f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
     )
     origin, modules = done.stdout.split("\n")[:2]
     if not Path(origin).resolve().is_relative_to(tree):
@@ -70,11 +60,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--output", type=Path, help="record the run in this history file")
     args = parser.parse_args()
-    from spacy_contextual.formats.bilm_dir import save_bilm
-
     work = Path(tempfile.mkdtemp(prefix="cli_startup_"))
-    model = save_bilm(random_bilm("small"), work / "small")
-    with gzip.open(VALID, "rt", encoding="utf-8") as source:
+    model = save_random_model("small", work / "small")
+    with gzip.open(SHARED_DATA / "lm_corpus" / "valid.txt.gz", "rt", encoding="utf-8") as source:
         text = [line for _, line in zip(range(args.lines), source, strict=False)]
     (work / "one.txt").write_text(text[0], encoding="utf-8")
     (work / "corpus.txt").write_text("".join(text), encoding="utf-8")
@@ -85,12 +73,14 @@ def main() -> None:
         f"`elmo --all`, {args.lines} lines": ["elmo", str(work / "corpus.txt"), str(work / "o.hdf5"), *embed],
     }
     trees = {"before": args.before.resolve(), "after": ROOT}
+    imports = {name: " ".join(heavy_imports(tree, work)) or "none of them" for name, tree in trees.items()}
     best: dict[tuple[str, str], tuple[float, float]] = {}
     for round_ in range(args.rounds):
         print(f"round {round_ + 1}: load average {os.getloadavg()[0]:.2f}", flush=True)
         for name, command in commands.items():
             for tree_name, tree in trees.items():
-                seconds, rss = measure(tree, command, args.threads)
+                env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(args.threads)}
+                seconds, rss = measure([sys.executable, "-m", "spacy_contextual", *command], env, work)
                 key = (name, tree_name)
                 best[key] = min(best.get(key, (seconds, rss)), (seconds, rss))
                 print(f"  {name} [{tree_name}]: {seconds:.2f} s, {rss:.0f} MB", flush=True)
@@ -101,7 +91,6 @@ def main() -> None:
         f"{best[name, 'after'][1]:.0f} |"
         for name in commands
     ]
-    imports = {name: " ".join(heavy_imports(tree)) or "none of them" for name, tree in trees.items()}
     table = "\n".join(
         [
             f"`python benchmarks/cli_startup.py --before {args.before} --rounds {args.rounds} --threads "

@@ -5,8 +5,9 @@ The model: random weights at the small size (``elmo_speed.random_bilm("small")``
 N lines of ../shared/data/lm_corpus/train.txt.gz, as a .gz file. Every run is the command itself,
 in a fresh process; tokens/s are the input's tokens over the whole process's wall time (start-up,
 loading and writing included), peak RSS is the largest process's (``os.wait4``: the launcher or a
-rank). Speed: one process with 1 thread and with all cores' threads, and ``--processes 2`` (one
-thread each), taking turns ``--rounds`` times, the fastest round of each reported. Memory: ``--top``
+rank). Speed: one process with 1 thread and ``--processes 2`` (one thread each; with
+``--with-threads`` also one process with a thread per core), taking turns ``--rounds`` times, the
+fastest round of each reported. Memory: ``--top``
 on ``--memory-lines`` (10,000 and 100,000 by default) with the process counts of ``--memory-processes``.
 
     python benchmarks/sharded_embedding.py [--speed-lines 3000] [--memory-lines 10000 100000]
@@ -19,17 +20,16 @@ import argparse
 import gzip
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elmo_speed import random_bilm  # noqa: E402
+from processes import SHARED_DATA, measure, save_random_model  # noqa: E402
 from record import record_entry  # noqa: E402
 
-TRAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lm_corpus" / "train.txt.gz"
+TRAIN = SHARED_DATA / "lm_corpus" / "train.txt.gz"
 
 
 def first_lines(lines: int, path: Path) -> int:
@@ -42,21 +42,12 @@ def first_lines(lines: int, path: Path) -> int:
     return tokens
 
 
-def run(args: list[str], threads: int | None) -> tuple[float, float]:
+def run(args: list[str], threads: int | None, cwd: Path) -> tuple[float, float]:
     """(seconds, peak RSS in MB of the largest process) of ``spacy-contextual ARGS``."""
-    env = dict(os.environ)
-    env.pop("OMP_NUM_THREADS", None)
+    env = {name: value for name, value in os.environ.items() if name != "OMP_NUM_THREADS"}
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "spacy_contextual", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{args} failed: {process.stderr.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    return measure([sys.executable, "-m", "spacy_contextual", *args], env, cwd)
 
 
 def embed_args(corpus: Path, out: Path, model: Path, mode: str, processes: int) -> list[str]:
@@ -70,25 +61,31 @@ def main() -> None:
     parser.add_argument("--memory-lines", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--memory-processes", type=int, nargs="*", default=[2])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--with-threads",
+        action="store_true",
+        help="also one process with a thread per core (crawls on a shared machine)",
+    )
     parser.add_argument("--output", type=Path, help="record the run in this history file")
     args = parser.parse_args()
-    from spacy_contextual.formats.bilm_dir import save_bilm
-
     work = Path(tempfile.mkdtemp(prefix="sharded_embedding_"))
-    model = save_bilm(random_bilm("small"), work / "small")
+    model = save_random_model("small", work / "small")
     cores = len(os.sched_getaffinity(0))
     lines = f"`python benchmarks/sharded_embedding.py --speed-lines {args.speed_lines} --memory-lines "
-    lines += f"{' '.join(map(str, args.memory_lines))} --memory-processes {' '.join(map(str, args.memory_processes))}`"
+    lines += f"{' '.join(map(str, args.memory_lines))} --memory-processes {' '.join(map(str, args.memory_processes))}"
+    lines += " --with-threads`" if args.with_threads else "`"
     report = [lines + f"; small size, random weights; {cores} cores.", ""]
 
     corpus = work / f"train_{args.speed_lines}.txt.gz"
     tokens = first_lines(args.speed_lines, corpus)
-    setups = {"1 process, 1 thread": (1, 1), f"1 process, {cores} threads": (1, cores), "`--processes 2`": (2, None)}
+    setups = {"1 process, 1 thread": (1, 1), "`--processes 2`": (2, None)}
+    if args.with_threads:
+        setups[f"1 process, {cores} threads"] = (1, cores)
     best: dict[str, tuple[float, float]] = {}
     for round_ in range(args.rounds):
         print(f"speed round {round_ + 1}: load average {os.getloadavg()[0]:.2f}", flush=True)
         for name, (processes, threads) in setups.items():
-            seconds, rss = run(embed_args(corpus, work / "speed.hdf5", model, "--all", processes), threads)
+            seconds, rss = run(embed_args(corpus, work / "speed.hdf5", model, "--all", processes), threads, work)
             best[name] = min(best.get(name, (seconds, rss)), (seconds, rss))
             print(f"  {name}: {seconds:.1f} s, {tokens / seconds:,.0f} tokens/s, {rss:.0f} MB", flush=True)
     baseline = tokens / best["1 process, 1 thread"][0]
@@ -113,7 +110,7 @@ def main() -> None:
             corpus = work / f"train_{count}.txt.gz"
             tokens = first_lines(count, corpus)
             print(f"memory: {processes} process(es), {count} lines: load average {os.getloadavg()[0]:.2f}", flush=True)
-            seconds, rss = run(embed_args(corpus, work / "memory.hdf5", model, "--top", processes), None)
+            seconds, rss = run(embed_args(corpus, work / "memory.hdf5", model, "--top", processes), None, work)
             print(f"  {seconds:.1f} s, {rss:.0f} MB", flush=True)
             report.append(f"| {processes} | {count} | {tokens} | {seconds:.0f} | {rss:.0f} |")
     table = "\n".join(report)

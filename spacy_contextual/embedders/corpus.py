@@ -35,16 +35,20 @@ CHUNK_BATCHES = 32  # as Embedder.iter_embed: a chunk of batch_size * 32 lines i
 POLL_SECONDS = 1.0
 
 
+def check_layer_choice(choice: str) -> None:
+    if choice not in LAYER_CHOICES:
+        raise ContextualError(f"layers must be one of {', '.join(LAYER_CHOICES)}, got {choice!r}")
+
+
 def select_layers(layers: np.ndarray, choice: str) -> np.ndarray:
     """What OUTPUT stores of (n_layers, n, width): all of it, the top layer, or the mean of the layers."""
+    check_layer_choice(choice)
     if choice == "all":
         selected = layers
     elif choice == "top":
         selected = layers[-1]
-    elif choice == "average":
-        selected = layers.mean(axis=0)
     else:
-        raise ContextualError(f"layers must be one of {', '.join(LAYER_CHOICES)}, got {choice!r}")
+        selected = layers.mean(axis=0)
     return np.ascontiguousarray(selected, dtype=np.float32)
 
 
@@ -84,7 +88,7 @@ def embed_corpus(
             "a stateful encoder carries its LSTM state from line to line, so it cannot share a corpus between "
             "processes; run it in one process, or leave out --stateful"
         )
-    select_layers(np.zeros((1, 0, 1), dtype=np.float32), layers)  # an unknown choice fails before any work
+    check_layer_choice(layers)
     total = corpus.count() if total is None else total
     parts = PartsFolder(Path(output), ranks.world_size, batch_size * CHUNK_BATCHES)
     settings = {

@@ -20,6 +20,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from ..errors import ContextualError
+
 # Ranks that finish their share first wait at the last barrier for the others. Shares interleave,
 # so they end close together, but a resumed rank may have much more left than the rest.
 BARRIER_TIMEOUT = timedelta(hours=24)
@@ -74,9 +76,9 @@ def _rank_device(device: str, local_rank: int) -> torch.device:
     if wanted.type != "cuda":
         return wanted
     if local_rank >= torch.cuda.device_count():
-        raise RuntimeError(
-            f"local rank {local_rank} needs GPU {local_rank}, but torch sees {torch.cuda.device_count()}; start "
-            "at most one process per GPU"
+        raise ContextualError(
+            f"local rank {local_rank} needs GPU {local_rank}, but torch sees {torch.cuda.device_count()} GPU(s); "
+            "start at most one process per GPU"
         )
     torch.cuda.set_device(local_rank)
     return torch.device("cuda", local_rank)

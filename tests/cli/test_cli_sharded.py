@@ -211,6 +211,34 @@ def test_killed_rank_then_rerun_with_merge(tmp_path, corpus, model, reference):
     assert_output_is(out, reference, "average")
 
 
+@pytest.mark.timeout(3 * RUN_SECONDS)
+def test_killed_single_process_then_rerun(tmp_path, corpus, model, reference):
+    """One process, no torchrun: SIGKILLed part way, the rerun continues and merges as usual."""
+    out = tmp_path / "out.hdf5"
+    command = [str(a) for a in (*COMMAND, "elmo", corpus, out, "--all", "--model", model, "--batch-size", "1")]
+
+    def launcher_itself(launcher):
+        return launcher.pid, []
+
+    _, before = start_and_kill(command, out, 2, launcher_itself)
+    assert not out.exists() and before
+    run(command)
+    assert not Path(f"{out}.parts").exists()
+    assert_output_is(out, reference, "all")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2 * RUN_SECONDS)
+def test_bundled_model_with_two_processes(tmp_path, lines, corpus, one_thread):
+    out = tmp_path / "out.hdf5"
+    run([str(a) for a in (*COMMAND, "elmo", corpus, out, "--top", "--processes", "2")])
+    expected = ElmoEmbedder.load("default").embed_sentences([line.split() for line in lines[:40]])
+    with h5py.File(out, "r") as f:
+        assert len(f) == len(lines) + 1
+        for i, layers in enumerate(expected):
+            np.testing.assert_allclose(f[str(i)][...], layers[-1], atol=1e-5)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(2 * RUN_SECONDS)
 def test_cove_with_two_processes(tmp_path, corpus, one_thread):
