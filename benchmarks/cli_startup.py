@@ -80,7 +80,7 @@ def main() -> None:
         for name, command in commands.items():
             for tree_name, tree in trees.items():
                 env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(args.threads)}
-                seconds, rss = measure([sys.executable, "-m", "spacy_contextual", *command], env, work)
+                seconds, rss, _ = measure([sys.executable, "-m", "spacy_contextual", *command], env, work)
                 key = (name, tree_name)
                 best[key] = min(best.get(key, (seconds, rss)), (seconds, rss))
                 print(f"  {name} [{tree_name}]: {seconds:.2f} s, {rss:.0f} MB", flush=True)

@@ -13,14 +13,21 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 SHARED_DATA = HERE.parents[1] / "shared" / "data"
 
 
-def measure(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """(seconds, peak RSS in MB of the largest process: the command or one it waited for), run in
-    ``cwd``: not the repository root, where ``python -m`` would find the checkout before PYTHONPATH."""
+class Measured(NamedTuple):
+    seconds: float
+    rss_mb: float  # peak RSS of the largest process: the command or one it waited for
+    stderr: str
+
+
+def measure(command: list[str], env: dict[str, str], cwd: Path) -> Measured:
+    """Run ``command`` in ``cwd`` (not the repository root, where ``python -m`` would find the checkout
+    before PYTHONPATH) and measure it."""
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -29,7 +36,7 @@ def measure(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, 
     process.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{command} failed: {stderr[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    return Measured(seconds, usage.ru_maxrss / 1024, stderr)
 
 
 def save_random_model(size: str, path: Path) -> Path:

@@ -80,6 +80,7 @@ class EmbedJob:
     options_file: Path | None = None
     weight_file: Path | None = None
     stateful: bool = False
+    lines: int | None = None  # INPUT's line count, when the launcher has counted (and so checked) it
 
 
 @app.command("elmo")
@@ -150,7 +151,10 @@ def _run(job: EmbedJob, processes: int | None) -> None:
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
     check_output_folder(job.output_file)
     if processes is not None and processes > 1:
-        launch_local(processes, run_job, job)
+        from ..embedders.corpus_text import Corpus
+
+        lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before any rank starts
+        launch_local(processes, run_job, replace(job, lines=lines))
     else:
         run_job(job)
 
@@ -178,7 +182,7 @@ def run_job(job: EmbedJob) -> None:
     from ..embedders.ranks import Ranks
 
     corpus = Corpus(job.input_file, job.errors)
-    total = corpus.count()
+    total = corpus.count() if job.lines is None else job.lines
     ranks = Ranks.from_environment(job.device)
     try:
         embedder, encoder = _load_encoder(job, ranks.device)

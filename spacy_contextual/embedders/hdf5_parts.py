@@ -76,7 +76,7 @@ class PartsFolder:
             details = "; ".join(f"{key}: {recorded.get(key)!r} there, {settings.get(key)!r} now" for key in changed)
             raise PartsError(
                 f"{self.folder} holds the parts of another run ({details}). Rerun with the same settings to "
-                f"continue it, or delete {self.folder} (and an {self.output.name} made from it) to start over"
+                f"continue it, or delete {self.folder} (and any {self.output.name} made from it) to start over"
             )
 
     def record_run(self, settings: dict) -> None:

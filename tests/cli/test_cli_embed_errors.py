@@ -42,6 +42,8 @@ def test_invalid_utf8_is_refused_with_file_and_line_and_leaves_no_output(tmp_pat
     assert isinstance(result.exception, ContextualError)
     assert f"{bad}:3: invalid UTF-8" in str(result.exception) and "--errors replace" in str(result.exception)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "tiny_elmo"]  # no OUTPUT, no parts
+    sharded = invoke("elmo", bad, out, "--top", "--model", tiny_model_dir, "--processes", "2")
+    assert f"{bad}:3: invalid UTF-8" in str(sharded.exception)  # before any rank starts
     replaced = invoke("elmo", bad, out, "--top", "--model", tiny_model_dir, "--errors", "replace")
     assert replaced.exit_code == 0, replaced.output
     with h5py.File(out) as f:
