@@ -46,7 +46,7 @@ def main() -> None:
 
     model = args.model
     if args.random_like is not None:
-        config = BiLMConfig.from_dict(json.loads(args.random_like.read_text())["model"])
+        config = BiLMConfig(**json.loads(args.random_like.read_text())["model"])
         model = str(save_bilm(BiLM(config), Path(tempfile.mkdtemp()) / "random_elmo"))
     with gzip.open(DATA, "rt", encoding="utf-8") as lines:
         texts = [line.strip() for _, line in zip(range(args.lines), lines, strict=False)]

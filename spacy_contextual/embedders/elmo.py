@@ -16,6 +16,7 @@ from contextlib import nullcontext
 import numpy as np
 import torch
 
+from ..errors import ContextualError
 from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
@@ -37,7 +38,7 @@ class ElmoEmbedder(Embedder):
         super().__init__(max_batch_tokens)
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device 'cuda' was asked for but torch sees no CUDA device; use device='cpu'")
+            raise ContextualError("device 'cuda' was asked for but torch sees no CUDA device; use device='cpu'")
         self.bilm = bilm.to(self.device).eval()
         self.autocast_dtype = autocast_dtype
         self.token_cache = TokenVectorCache(token_cache_size)

@@ -25,6 +25,7 @@ import torch
 from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
+from ..formats.model_config import BILM, validate_section
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.token_cache import TokenVectorCache
 from .encoder import ContextualEncoder
@@ -84,7 +85,7 @@ class BiLMShim(EncoderShim):
         return {"bilm": self.module.config.to_dict()}
 
     def build_module(self, config: dict[str, Any]) -> BiLM:
-        return BiLM(BiLMConfig.from_dict(config["bilm"]))
+        return BiLM(BiLMConfig.from_dict(validate_section(config["bilm"], BILM, "the stored ELMo config", "bilm.")))
 
     @property
     def layer_names(self) -> list[str]:

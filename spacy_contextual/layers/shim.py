@@ -26,6 +26,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchShim, get_torch_default_device
 
+from ..formats.model_dir import check_finite, load_matching_state
 from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
 
@@ -139,7 +140,10 @@ class EncoderShim(PyTorchShim):
             self._model = None
             return self
         module = self.build_module(msg["config"])
-        module.load_state_dict(load_safetensors(msg["state"]))
+        state = load_safetensors(msg["state"])
+        source = f"the {self.description} stored in the pipeline"
+        check_finite(state, source)
+        load_matching_state(module, state, source)
         self.load(module)
         self._grad_scaler.to_(self.device)
         return self

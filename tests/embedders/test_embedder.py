@@ -6,6 +6,7 @@ import torch
 from util import tiny_bilm
 
 from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.errors import ContextualError
 from spacy_contextual.models.chars import batch_to_ids, remove_sentence_boundaries
 
 
@@ -116,7 +117,7 @@ def test_model_path_that_is_not_a_directory_is_named(tmp_path):
 def test_cuda_request_without_gpu():
     if torch.cuda.is_available():
         pytest.skip("has a GPU")
-    with pytest.raises(RuntimeError, match="no CUDA device"):
+    with pytest.raises(ContextualError, match="no CUDA device"):
         ElmoEmbedder(tiny_bilm(), device="cuda")
 
 
