@@ -89,7 +89,7 @@ def translate_command(
         check_can_write(output)
     if str(input_file) == "-":
         lines = sys.stdin.read().splitlines()
-    elif not input_file.is_file():
+    elif not input_file.exists():
         raise FileNotFoundError(f"{input_file} does not exist; give a text file, one English sentence a line")
     else:
         lines = [line for _, line in numbered_lines(input_file)]

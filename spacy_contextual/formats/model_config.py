@@ -111,11 +111,12 @@ def validate_config(config: Any, kind: str, source: str) -> dict[str, Any]:
         raise ModelDirError(f"{source} describes a {config['kind']!r} model, not a {kind!r} model")
     version = config.get("format_version")
     if "format_version" not in config:
-        raise ModelDirError(f"{source} lacks the key 'format_version' (one of {FORMAT_VERSIONS})")
+        raise ModelDirError(f"{source} lacks the key 'format_version' ({', '.join(map(str, FORMAT_VERSIONS))})")
     if not integer(1).test(version) or version not in FORMAT_VERSIONS:
         newer = integer(1).test(version) and version > max(FORMAT_VERSIONS)
         raise ModelDirError(
-            f"{source}: format_version {version!r} is not one this spacy-contextual reads ({FORMAT_VERSIONS})"
+            f"{source}: format_version {version!r} is not one this spacy-contextual reads "
+            f"({', '.join(map(str, FORMAT_VERSIONS))})"
             + ("; it was written by a newer version: upgrade spacy-contextual" if newer else "")
         )
     rest = {k: v for k, v in config.items() if k not in ("kind", "format_version")}
