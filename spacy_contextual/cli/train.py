@@ -99,11 +99,14 @@ def evaluate_command(
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
     outside the model's vocabulary counted as <UNK>."""
+    from ..formats.atomic import atomic_file, check_can_write
     from ..formats.bundled import is_default, resolve_model_dir
     from ..training.evaluate import load_language_model, perplexity
     from ..training.export import find_trained_model
     from ..training.finetune import has_softmax
 
+    if json_out:
+        check_can_write(json_out)
     source = resolve_model_dir("elmo") if is_default(model_dir) else find_trained_model(model_dir)
     if not has_softmax(source):
         raise typer.BadParameter(
@@ -114,7 +117,8 @@ def evaluate_command(
     scores = perplexity(lm, text, max_sentences)
     _print_perplexity(str(text), scores)
     if json_out:
-        json_out.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+        with atomic_file(json_out) as path:
+            path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
 
 
 @app.command("sense-probe")
@@ -128,7 +132,7 @@ def sense_probe_command(
     """The ELMo paper's WSD probe: per word, 5-fold CV nearest sense centroid per layer vs. MFS."""
     from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
     from ..embedders import load_encoder
-    from ..formats.atomic import check_can_write
+    from ..formats.atomic import atomic_file, check_can_write
 
     if encoder not in ("elmo", "cove"):
         raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")
@@ -141,5 +145,6 @@ def sense_probe_command(
         results += sense_probe(file_instances, embedder.embed_sentences, folds=folds)
     typer.echo(format_table(results))
     if json_out:
-        json_out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        with atomic_file(json_out) as path:
+            path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         typer.echo(f"wrote {json_out}")

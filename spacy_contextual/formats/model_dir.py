@@ -73,7 +73,7 @@ def save_model_dir(
     }
     lines = {**({VOCAB_NAME: vocab} if vocab is not None else {}), **(text_files or {})}
     with atomic_directory(path, may_replace=is_model_dir) as out:
-        _keep_other_files(Path(path), out)
+        keep_other_files(Path(path), out)
         shards = _shards(stored, MAX_SHARD_BYTES)
         names = [WEIGHTS_NAME] if len(shards) == 1 else [model_shard_name(i, len(shards)) for i in range(len(shards))]
         for name, shard in zip(names, shards, strict=True):
@@ -86,7 +86,8 @@ def save_model_dir(
     return Path(path)
 
 
-def _keep_other_files(existing: Path, out: Path) -> None:
+def keep_other_files(existing: Path, out: Path) -> None:
+    """Copy what ``existing`` holds besides model files (notes, a training config) into ``out``."""
     if not existing.is_dir():
         return
     managed = {CONFIG_NAME, MANIFEST_NAME, *WORD_LISTS}
