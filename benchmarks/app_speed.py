@@ -65,7 +65,7 @@ def random_model(config_path: Path, out: Path) -> Path:
 
     config = json.loads(config_path.read_text())
     torch.manual_seed(0)
-    return save_bilm(BiLM(BiLMConfig.from_dict(config.get("model", config.get("bilm", config)))).eval(), out)
+    return save_bilm(BiLM(BiLMConfig(**config.get("model", config.get("bilm", config)))).eval(), out)
 
 
 def timed(label: str, action, results: list) -> object:

@@ -10,9 +10,16 @@ Weights: random, at the small (2x1024_128, 2048-filter CNN, 1 highway) and origi
   stacks with ELMo's topology (separate forward and backward stacks, residual on layer 2), packed
   sequences, no clipping, no caching.
 
-Each measurement runs in its own process so that its peak RSS is its own.
+Each measurement runs in its own process so that its peak RSS is its own; besides wall time it
+reports the process's CPU time over the same span, which other jobs on the machine disturb less. For
+the exact path the time inside ``BiLM.encode`` (the LSTM stacks) and inside the char CNN with its
+word cache are also timed, and their FLOP/s reported: the LSTMs do 2 * positions * (P*4D + P*4D + D*P) per direction and
+layer (positions with the boundaries, padding not counted), the CNN 2 * multiply-adds of the
+convolutions and linear layers it actually ran (counted by forward hooks). Compare with
+``benchmarks/sgemm_peak.py``. ``--before TREE`` also runs the exact path from another source tree
+(``PYTHONPATH=TREE``, e.g. the base commit unpacked with ``git archive BASE | tar -x -C TREE``).
 
-    python benchmarks/elmo_speed.py --lines 2000 --threads 2 [--sizes small original] \
+    python benchmarks/elmo_speed.py --lines 2000 --threads 2 [--sizes small original] [--before TREE]
         [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -36,13 +44,15 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 ROOT = Path(__file__).resolve().parents[1]
 VALID = ROOT.parent / "shared" / "data" / "lm_corpus" / "valid.txt.gz"
 SIZES = {
+    "tiny": dict(char_embedding_dim=4, filters=[[1, 4], [2, 8], [3, 16]], lstm_dim=32, projection_dim=16),  # dry runs
     "small": dict(lstm_dim=1024, projection_dim=128, n_highway=1),
     "original": dict(lstm_dim=4096, projection_dim=512, n_highway=2),
 }
 
 
-def read_sentences(lines: int) -> list[list[str]]:
-    with gzip.open(VALID, "rt", encoding="utf-8") as handle:
+def read_sentences(lines: int, path: Path = VALID) -> list[list[str]]:
+    """The first ``lines`` whitespace-tokenised lines of a text file (.gz or plain)."""
+    with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as handle:
         return [line.split() for _, line in zip(range(lines), handle, strict=False)]
 
 
@@ -107,32 +117,78 @@ class PlainElmo(nn.Module):
         return pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
 
 
+def lstm_flops(config, positions: int) -> int:
+    P, D = config.projection_dim, config.lstm_dim
+    return 2 * positions * (P * 4 * D + P * 4 * D + D * P) * 2 * config.n_layers
+
+
+def count_cnn_flops(token_encoder: nn.Module) -> list[int]:
+    """Forward hooks that add 2 * multiply-adds of every conv and linear layer run to the returned cell."""
+    total = [0]
+
+    def hook(module, inputs, output):
+        per_output = module.in_channels * module.kernel_size[0] if isinstance(module, nn.Conv1d) else module.in_features
+        total[0] += 2 * output.numel() * per_output
+
+    for module in token_encoder.modules():
+        if isinstance(module, (nn.Conv1d, nn.Linear)):
+            module.register_forward_hook(hook)
+    return total
+
+
+def timed(owner, name: str, seconds: list[float]) -> None:
+    """Replace ``owner.name`` (on this instance) by the same method adding its wall time to seconds[0]."""
+    method = getattr(owner, name)
+
+    def wrapped(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            seconds[0] += time.perf_counter() - start
+
+    setattr(owner, name, wrapped)
+
+
 def measure(size: str, path: str, lines: int, threads: int) -> dict:
     torch.set_num_threads(threads)
     sentences = read_sentences(lines)
     n_tokens = sum(len(s) for s in sentences)
     bilm = random_bilm(size)
+    lstm_seconds, cnn_seconds = [0.0], [0.0]
+    cnn_flops = count_cnn_flops(bilm.token_encoder)
+    cpu_start = time.process_time()
     start = time.perf_counter()
     with torch.no_grad():
         if path == "exact":
             from spacy_contextual.embedders.elmo import ElmoEmbedder
 
-            for _ in ElmoEmbedder(bilm).iter_embed(sentences, batch_size=64):
+            embedder = ElmoEmbedder(bilm)
+            timed(embedder.bilm, "encode", lstm_seconds)
+            timed(embedder.token_cache, "token_vectors", cnn_seconds)
+            for _ in embedder.iter_embed(sentences, batch_size=64):
                 pass
         else:
             plain = PlainElmo(bilm).eval()
             for i in range(0, len(sentences), 64):
                 plain(sentences[i : i + 64])
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {
+    result = {
         "size": size,
         "path": path,
         "tokens": n_tokens,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "tokens_per_s": n_tokens / seconds,
         "peak_rss_mb": peak_mb,
+        "lstm_gflop": lstm_flops(bilm.config, n_tokens + 2 * len(sentences)) / 1e9,
+        "cnn_gflop": cnn_flops[0] / 1e9,
     }
+    if path == "exact":
+        result.update(lstm_seconds=lstm_seconds[0], cnn_seconds=cnn_seconds[0])
+    return result
 
 
 def main() -> None:
@@ -140,51 +196,48 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sizes", nargs="+", default=["small", "original"], choices=sorted(SIZES))
+    parser.add_argument("--before", type=Path, help="a source tree to run the exact path from as 'exact (before)'")
+    parser.add_argument("--rounds", type=int, default=1, help="run the paths alternately this often; keep the best")
+    parser.add_argument("--skip-plain", action="store_true", help="leave out the nn.LSTM reference")
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     parser.add_argument("--child", nargs=2, metavar=("SIZE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.child[0], args.child[1], args.lines, args.threads)))
         return
-    rows = []
-    for size in args.sizes:
-        for path in ("exact", "plain"):
-            cmd = [
-                sys.executable,
-                __file__,
-                "--lines",
-                str(args.lines),
-                "--threads",
-                str(args.threads),
-                "--child",
-                size,
-                path,
-            ]
-            result = json.loads(
-                subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-            )
-            rows.append(result)
-            print(
-                f"{size:9s} {path:6s} {result['tokens_per_s']:9.0f} tokens/s  peak RSS {result['peak_rss_mb']:7.0f} MB",
-                flush=True,
-            )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    paths = {"exact": ("exact", env)}
+    if args.before:
+        paths["exact (before)"] = ("exact", {**env, "PYTHONPATH": str(args.before)})
+    if not args.skip_plain:
+        paths["plain"] = ("plain", env)
+    best: dict[tuple[str, str], dict] = {}
+    loads = []
+    for _ in range(args.rounds):
+        loads.append(f"{os.getloadavg()[0]:.1f}")
+        for size in args.sizes:
+            for label, (path, child_env) in paths.items():
+                cmd = [sys.executable, __file__, "--lines", str(args.lines), "--threads", str(args.threads)]
+                cmd += ["--child", size, path]
+                stdout = subprocess.run(cmd, check=True, capture_output=True, text=True, env=child_env).stdout
+                result = json.loads(stdout.strip().splitlines()[-1])
+                print(f"{size:9s} {label:15s} {json.dumps(result)}", flush=True)
+                if (size, label) not in best or result["seconds"] < best[(size, label)]["seconds"]:
+                    best[(size, label)] = result
+    tokens = next(iter(best.values()))["tokens"]
     table = [
-        f"## {time.strftime('%Y-%m-%d')}: ELMo inference speed ({platform.processor() or platform.machine()}, "
-        f"{args.threads} threads, torch {torch.__version__})\n",
-        f"`python benchmarks/elmo_speed.py --lines {args.lines} --threads {args.threads} --sizes "
-        f"{' '.join(args.sizes)}` "
-        f"on the first {args.lines} lines of lm_corpus valid ({rows[0]['tokens']} tokens), random weights.\n",
-        "| size | exact path tokens/s | plain reference tokens/s | ratio | exact peak RSS (MB) | plain peak RSS (MB) |",
-        "|---|---|---|---|---|---|",
+        f"## {time.strftime('%Y-%m-%d %H:%M')}: ELMo inference speed ({platform.processor() or platform.machine()}, "
+        f"{args.threads} threads, torch {torch.__version__}, load average {' / '.join(loads)} before each round)\n",
+        f"`python benchmarks/elmo_speed.py {' '.join(sys.argv[1:])}` on the first {args.lines} lines of lm_corpus "
+        f"valid ({tokens} tokens), random weights; best of {args.rounds} alternating round(s).\n",
+        "| size | path | tokens/s | seconds | CPU s | LSTM s | LSTM GFLOP/s | CNN s | CNN GFLOP/s | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for size in args.sizes:
-        exact = next(r for r in rows if r["size"] == size and r["path"] == "exact")
-        plain = next(r for r in rows if r["size"] == size and r["path"] == "plain")
-        table.append(
-            f"| {size} | {exact['tokens_per_s']:.0f} | {plain['tokens_per_s']:.0f} | "
-            f"{exact['tokens_per_s'] / plain['tokens_per_s']:.2f}x | {exact['peak_rss_mb']:.0f} | "
-            f"{plain['peak_rss_mb']:.0f} |"
-        )
+    for (size, label), r in best.items():
+        lstm = f"{r['lstm_seconds']:.1f} | {r['lstm_gflop'] / r['lstm_seconds']:.1f}" if "lstm_seconds" in r else "|"
+        cnn = f"{r['cnn_seconds']:.1f} | {r['cnn_gflop'] / r['cnn_seconds']:.1f}" if "cnn_seconds" in r else "|"
+        speed = f"{r['tokens_per_s']:.0f} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f}"
+        table.append(f"| {size} | {label} | {speed} | {lstm} | {cnn} | {r['peak_rss_mb']:.0f} |")
     text = "\n".join(table) + "\n"
     print(text)
     if args.output:

@@ -1,12 +1,17 @@
-"""One prepared GPU check (under 5 minutes on one GPU): CUDA agrees with CPU, and CUDA speed.
+"""The GPU check of ELMo inference (``ElmoEmbedder``): CUDA agrees with the CPU, and CUDA's speed.
 
-1. Exactness: a random small-size biLM (2x1024_128) and the tiny_anchor fixture run on CPU and on
-   CUDA over real sentences; all layers must agree to 1e-4.
-2. Speed at the original size (2x4096_512, 2 highway, random weights) on the first 2,000 lines of
-   lm_corpus valid: tokens/s in fp32 and under bf16 and fp16 autocast (agreement with fp32 reported).
-The results are recorded as the newest entry of benchmarks/history/elmo_inference.md (``--output``).
+1. Exactness, TF32 off (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``):
+   the AllenNLP tiny anchor and a random biLM at ``--exact-size`` (small: 2x1024_128) on ``--device``
+   and on the CPU, over the first 200 sentences; every layer must agree to 1e-4.
+2. Speed of a random biLM at ``--size`` (original: 2x4096_512, 2 highway) on all ``--lines``
+   sentences: tokens/s in fp32 without and with TF32, under bf16 and fp16 autocast (TF32 on), each
+   with its largest difference to fp32 without TF32.
 
-    python benchmarks/gpu_check.py [--lines 2000] [--output FILE.md]
+Inputs come from ``--data`` (``benchmarks/gpu/make_data.py`` writes valid.txt and tiny_anchor/
+there). Every row goes to ``--json`` as soon as it is measured; the exit status is 1 if a check
+failed. ``benchmarks/gpu/run.sh`` runs this with the rest of the GPU check.
+
+    python benchmarks/gpu_check.py --data benchmarks/gpu/data --json out/gpu_check.json [--device cuda]
 """
 
 from __future__ import annotations
@@ -20,71 +25,81 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elmo_speed import SIZES, VALID, random_bilm, read_sentences  # noqa: E402
-from record import HISTORY, record_entry  # noqa: E402
+from elmo_speed import SIZES, random_bilm, read_sentences  # noqa: E402
+from record import Results  # noqa: E402
 
+from spacy_contextual.devices import resolve_device, tf32  # noqa: E402
 from spacy_contextual.embedders.elmo import ElmoEmbedder  # noqa: E402
 from spacy_contextual.formats.bilm_tf import load_bilm_tf  # noqa: E402
 
-ANCHOR = VALID.parents[2] / "elmo_fixtures" / "tiny_anchor"
+DATA = Path(__file__).resolve().parent / "gpu" / "data"
+TOLERANCE = 1e-4
+PRECISIONS = [  # label, autocast dtype, TF32 allowed
+    ("fp32, TF32 off", None, False),
+    ("fp32, TF32 on", None, True),
+    ("bf16 autocast", torch.bfloat16, True),
+    ("fp16 autocast", torch.float16, True),
+]
 
 
 def max_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
     return max(float(np.abs(x - y).max()) if x.size else 0.0 for x, y in zip(a, b, strict=True))
 
 
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def speed(embedder: ElmoEmbedder, sentences: list[list[str]]) -> tuple[float, list[np.ndarray]]:
-    embedder.embed_sentences(sentences[:64])  # warm-up (cuDNN/cuBLAS handles, caches)
-    embedder._token_cache.clear()
-    torch.cuda.synchronize()
+    embedder.embed_sentences(sentences[:64])  # warm-up (cuDNN/cuBLAS handles, allocator)
+    embedder.token_cache.clear()
+    synchronize(embedder.device)
     start = time.perf_counter()
     out = embedder.embed_sentences(sentences, batch_size=256)
-    torch.cuda.synchronize()
+    synchronize(embedder.device)
     return sum(len(s) for s in sentences) / (time.perf_counter() - start), out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="valid.txt and tiny_anchor/ (make_data.py)")
     parser.add_argument("--lines", type=int, default=2000)
-    parser.add_argument("--output", type=Path, default=HISTORY / "elmo_inference.md", help="history file")
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N (cpu: the dry run)")
+    parser.add_argument("--size", choices=sorted(SIZES), default="original", help="the size whose speed is measured")
+    parser.add_argument("--exact-size", choices=sorted(SIZES), default="small", help="the random biLM compared")
+    parser.add_argument("--json", type=Path, default=None, help="write the rows here as they come")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("gpu_check.py needs a CUDA device; torch sees none")
-    sentences = read_sentences(args.lines)
-    lines = [
-        f"## {time.strftime('%Y-%m-%d')}: GPU check ({torch.cuda.get_device_name(0)}, torch {torch.__version__})\n"
-    ]
-
+    device = resolve_device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    results = Results(args.json, "gpu_check", device=f"{device} ({name})", torch=torch.__version__)
+    sentences = read_sentences(args.lines, args.data / "valid.txt")
     check = sentences[:200]
-    anchor = (ANCHOR / "options.json", ANCHOR / "weights.hdf5")
-    for name, make in [("tiny_anchor", lambda: load_bilm_tf(*anchor)), ("small random", lambda: random_bilm("small"))]:
-        cpu = ElmoEmbedder(make()).embed_sentences(check)
-        gpu = ElmoEmbedder(make(), device="cuda").embed_sentences(check)
-        diff = max_difference(cpu, gpu)
-        status = "PASS" if diff <= 1e-4 else "FAIL"
-        lines.append(
-            f"- CUDA vs CPU, {name}, 200 sentences, all layers: max abs difference {diff:.2e} ({status}, tolerance "
-            "1e-4)"
-        )
-        print(lines[-1], flush=True)
+
+    anchor = args.data / "tiny_anchor"
+    models = [("tiny anchor", lambda: load_bilm_tf(anchor / "options.json", anchor / "weights.hdf5"))]
+    models.append((f"{args.exact_size} random", lambda: random_bilm(args.exact_size)))
+    with tf32(False):
+        for label, make in models:
+            cpu = ElmoEmbedder(make()).embed_sentences(check)
+            here = ElmoEmbedder(make(), device=device).embed_sentences(check)
+            difference = max_difference(cpu, here)
+            what = f"{device.type} vs cpu, {label}, {len(check)} sentences, all layers, TF32 off: max abs difference"
+            results.add(what, f"{difference:.2e}", difference <= TOLERANCE)
 
     n_tokens = sum(len(s) for s in sentences)
-    lines.append(
-        f"\nOriginal size ({SIZES['original']}), random weights, first {args.lines} lines of lm_corpus valid "
-        f"({n_tokens} tokens), batch_size 256, max_batch_tokens 16384:\n"
-    )
-    lines.append("| precision | tokens/s | max abs difference to fp32 |")
-    lines.append("|---|---|---|")
     reference = None
-    for label, dtype in [("fp32", None), ("bf16 autocast", torch.bfloat16), ("fp16 autocast", torch.float16)]:
-        embedder = ElmoEmbedder(random_bilm("original"), device="cuda", max_batch_tokens=16384, autocast_dtype=dtype)
-        tokens_per_s, out = speed(embedder, sentences)
-        diff = "-" if reference is None else f"{max_difference(reference, out):.2e}"
+    for label, dtype, allow_tf32 in PRECISIONS:
+        with tf32(allow_tf32):
+            embedder = ElmoEmbedder(random_bilm(args.size), device=device, max_batch_tokens=16384, autocast_dtype=dtype)
+            tokens_per_second, out = speed(embedder, sentences)
         reference = reference or out
-        lines.append(f"| {label} | {tokens_per_s:.0f} | {diff} |")
-        print(lines[-1], flush=True)
-    lines.append(f"\nCommand: `python benchmarks/gpu_check.py --lines {args.lines}`\n")
-    record_entry(args.output, "\n".join(lines))
+        what = f"{args.size} size, {label}: tokens/s ({len(sentences)} sentences, {n_tokens} tokens)"
+        results.add(
+            what, f"{tokens_per_second:,.0f} (max abs difference to fp32: {max_difference(reference, out):.1e})"
+        )
+        del embedder
+    sys.exit(1 if results.failed else 0)
 
 
 if __name__ == "__main__":

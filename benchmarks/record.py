@@ -1,4 +1,5 @@
-"""Recording a benchmark run in its history file, newest first.
+"""Recording benchmark runs: in their history file, newest first (``record_entry``), and as JSON
+written as they go (``Results``, the GPU check's steps).
 
 A history file (``benchmarks/history/TOPIC.md``) is a title and an introduction, then one
 ``## DATE: what was measured`` section per run. A new run's section goes above the first one, so the
@@ -7,6 +8,7 @@ newest run is always on top.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 HISTORY = Path(__file__).resolve().parent / "history"
@@ -25,3 +27,28 @@ def record_entry(path: Path, entry: str) -> None:
         text = f"{text[: first + 1]}{entry}\n\n{text[first + 1 :]}"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+class Results:
+    """The rows of one check, rewritten to ``path`` (JSON) after every row, so that a run that dies
+    keeps what it measured: ``{"check": name, **info, "rows": [{"what", "value", "ok"}, ...]}``.
+    ``ok`` is True/False for a pass/fail criterion, None for a plain measurement."""
+
+    def __init__(self, path: Path | None, check: str, **info):
+        self.path, self.check, self.info, self.rows = path, check, info, []
+        self._write()
+
+    def add(self, what: str, value: str, ok: bool | None = None) -> None:
+        self.rows.append({"what": what, "value": value, "ok": ok})
+        verdict = "" if ok is None else ("  PASS" if ok else "  FAIL")
+        print(f"[{self.check}] {what}: {value}{verdict}", flush=True)
+        self._write()
+
+    @property
+    def failed(self) -> bool:
+        return any(row["ok"] is False for row in self.rows)
+
+    def _write(self) -> None:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps({"check": self.check, **self.info, "rows": self.rows}, indent=1) + "\n")

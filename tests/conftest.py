@@ -36,3 +36,13 @@ def tiny_model_dir(tmp_path):
     from spacy_contextual.formats.bilm_dir import save_bilm
 
     return save_bilm(tiny_bilm(), tmp_path / "tiny_elmo")
+
+
+@pytest.fixture
+def exact_cuda():
+    """CUDA in full float32 for comparisons with the CPU at 1e-4: no TF32 (cuDNN's default for
+    convolutions and RNNs on recent GPUs) during the test."""
+    from spacy_contextual.devices import tf32
+
+    with tf32(False):
+        yield

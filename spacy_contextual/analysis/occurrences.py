@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ContextualError
+from ..errors import ContextualError, quoted
+from ..text_files import is_file
 from .demo_corpus import DEMO_SENTENCES
 
 MAX_TEXT_CHARS = 200_000
@@ -74,8 +75,10 @@ def read_sense_jsonl(source: str | Path | bytes, max_records: int = MAX_RECORDS)
     """A sense-labelled JSONL (plain or gzip) from a path or the bytes of an uploaded file."""
     if isinstance(source, (str, Path)):
         path = Path(source)
-        if not path.is_file():
-            raise InputError(f"{path} is not a file: give the path of a sense-labelled .jsonl or .jsonl.gz file.")
+        if not is_file(path):
+            raise InputError(
+                f"{quoted(path)} is not a file: give the path of a sense-labelled .jsonl or .jsonl.gz file."
+            )
         data = path.read_bytes()
     else:
         data = source
@@ -123,7 +126,7 @@ def find_occurrences(records: list[dict], word: str, max_occurrences: int | None
     if not word:
         raise InputError("Enter a word to explore.")
     if " " in word:
-        raise InputError(f"'{word}' has a space in it: the explorer looks at one token at a time.")
+        raise InputError(f"{quoted(word)} has a space in it: the explorer looks at one token at a time.")
     rows = []
     for index, record in enumerate(records):
         tokens, target = record["tokens"], record.get("target")
@@ -136,10 +139,10 @@ def find_occurrences(records: list[dict], word: str, max_occurrences: int | None
         for position in positions:
             rows.append((index, position, tokens[position], sense if position == target else None, " ".join(tokens)))
     if not rows:
-        raise InputError(f"'{word}' does not occur in this corpus: check the spelling or choose another word.")
+        raise InputError(f"{quoted(word)} does not occur in this corpus: check the spelling or choose another word.")
     if len(rows) < MIN_OCCURRENCES:
         raise InputError(
-            f"'{word}' occurs only {len(rows)} time{'s' if len(rows) > 1 else ''}: the explorer needs at least "
+            f"{quoted(word)} occurs only {len(rows)} time{'s' if len(rows) > 1 else ''}: the explorer needs at least "
             f"{MIN_OCCURRENCES} occurrences to compare contexts. Add more text that uses it."
         )
     frame = pd.DataFrame(rows, columns=OCCURRENCE_COLUMNS)

@@ -12,11 +12,11 @@ is trained on it.
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
 import typer
 
+from ..text_files import InputFileError, read_jsonl
 from ._app import app
 
 
@@ -85,13 +85,8 @@ def convert_text(
 
 
 def _read_jsonl(path: Path):
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            missing = {"text", "label", "split"} - set(record)
-            if missing:
-                raise typer.BadParameter(f"{path}:{number}: record lacks {sorted(missing)}")
-            yield record
+    for number, record in read_jsonl(path):
+        missing = {"text", "label", "split"} - set(record)
+        if missing:
+            raise InputFileError(f"{path}:{number}: the record lacks {sorted(missing)}; each needs text, label, split")
+        yield record

@@ -1,5 +1,6 @@
 """What the pages share: page setup, model defaults (bundled models, overridable by environment
-variables), cached model loading, and the encoder picker."""
+variables), cached model loading, the encoder picker, and the length caps of typed paths and words
+(messages quote at most 80 characters of what was typed: ``errors.quoted``)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from pathlib import Path
 import streamlit as st
 
 from ..embedders import Embedder, load_encoder
+from ..errors import quoted
 from ..formats.bundled import KINDS
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = KINDS
 MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
+MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
+MAX_WORD_CHARS = 100  # a word to look up
 
 
 class ModelUnavailable(RuntimeError):
@@ -35,18 +39,28 @@ def cached_encoder(kind: str, model: str) -> Embedder:
     ELMo and CoVe alike."""
     try:
         return load_encoder(kind, model.strip() or "default")
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError) as error:
         raise ModelUnavailable(
-            f"Could not load a {kind} model from {model[:80]!r}: {error}. Enter the path of a {kind} model "
+            f"Could not load a {kind} model from {quoted(model)}: {error}. Enter the path of a {kind} model "
             f"directory in the sidebar, or set {MODEL_ENV.get(kind, 'the model environment variable')}."
         ) from None
+
+
+def path_input(label: str, **kwargs) -> str:
+    """A text input for a path, at most ``MAX_PATH_CHARS`` long."""
+    return st.text_input(label, max_chars=MAX_PATH_CHARS, **kwargs)
+
+
+def word_input(label: str, **kwargs) -> str:
+    """A text input for one word, at most ``MAX_WORD_CHARS`` long."""
+    return st.text_input(label, max_chars=MAX_WORD_CHARS, **kwargs)
 
 
 def encoder_picker(key: str) -> tuple[str, str]:
     """Sidebar widgets: the encoder kind and its model directory."""
     with st.sidebar:
         kind = st.radio("Encoder", ENCODERS, horizontal=True, key=f"{key}_encoder")
-        model = st.text_input(
+        model = path_input(
             "Model directory",
             value=default_model(kind),
             key=f"{key}_model_{kind}",

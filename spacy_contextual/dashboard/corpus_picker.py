@@ -9,7 +9,7 @@ import json
 import streamlit as st
 
 from ..analysis.occurrences import InputError, demo_corpus, read_sense_jsonl, text_corpus
-from .common import sense_data_dir
+from .common import path_input, sense_data_dir
 
 DEMO, PASTE, UPLOAD, JSONL = "Demo sentences", "Paste text", "Upload a file", "Sense-labelled JSONL"
 MAX_UPLOAD_BYTES = 50_000_000
@@ -58,7 +58,7 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
             folder = sense_data_dir()
             files = sorted(str(p) for p in folder.glob("*.jsonl*")) if folder else []
             choice = st.selectbox("File", [*files, "other path…"], key=f"{key}_jsonl_file")
-            payload = st.text_input("Path", key=f"{key}_jsonl_path") if choice == "other path…" else choice
+            payload = path_input("Path", key=f"{key}_jsonl_path") if choice == "other path…" else choice
             if not payload:
                 st.info("Give the path of a sense-labelled .jsonl or .jsonl.gz file.")
                 st.stop()

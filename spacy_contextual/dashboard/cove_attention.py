@@ -6,8 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from ..analysis.attention import attention_figure
+from ..errors import ContextualError
 from ..models.text import tokenize
-from .common import ModelUnavailable, cached_encoder, default_model
+from .common import ModelUnavailable, cached_encoder, default_model, path_input
 
 KEY = "attention"
 MAX_SOURCE_CHARS = 400
@@ -27,7 +28,7 @@ def render() -> None:
         "h_t + b1))."
     )
     with st.sidebar:
-        model = st.text_input(
+        model = path_input(
             "CoVe MT model directory",
             value=default_model("cove"),
             key=f"{KEY}_model",
@@ -55,7 +56,7 @@ def render() -> None:
         return
     try:
         translated = cached_translation(model, sentence.strip(), beam, max_length=2 * n_tokens + 10)
-    except (ModelUnavailable, RuntimeError) as error:
+    except (ModelUnavailable, ContextualError) as error:
         st.error(str(error))
         return
     st.markdown(f"**Translation** ({decoding}{f', beam {beam}' if beam > 1 else ''}): {translated.text or '(empty)'}")

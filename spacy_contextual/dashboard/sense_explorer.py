@@ -16,7 +16,7 @@ from ..analysis.projection import project
 from ..analysis.projector_export import projector_zip
 from ..analysis.sense_plots import point_frame, sense_scatter, silhouette_figure
 from ..analysis.vectors import MIX, layer_options, occurrence_layers, select_layer
-from .common import cached_encoder, encoder_or_stop, encoder_picker
+from .common import cached_encoder, encoder_or_stop, encoder_picker, word_input
 from .corpus_picker import DEMO, corpus_picker
 
 KEY = "sense"
@@ -58,7 +58,7 @@ def render() -> None:
         if st.session_state.get(f"{KEY}_word_corpus") != digest:  # a new corpus starts at its own word
             st.session_state[f"{KEY}_word_corpus"] = digest
             st.session_state[f"{KEY}_word"] = "play" if source == DEMO else (words[0] if words else "")
-        word = st.text_input("Word", key=f"{KEY}_word").strip().lower()
+        word = word_input("Word", key=f"{KEY}_word").strip().lower()
         if source == DEMO:
             st.caption("Demo words: " + ", ".join(words))
         max_occurrences = st.number_input(

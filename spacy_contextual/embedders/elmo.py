@@ -5,17 +5,18 @@ Layer 0 is [x_k; x_k], the char-CNN token vector (context independent); layers 1
 (``embedder.py``); the char-CNN vector of each distinct word is computed once and kept in an LRU
 cache across batches (``models/token_cache.py``). Stateless by default; ``stateful=True`` runs
 consecutive batches in input order and carries LSTM state per batch row, as AllenNLP's
-``ElmoEmbedder`` does.
+``ElmoEmbedder`` does. ``device``: cpu, cuda, cuda:N or auto; ``autocast_dtype`` (torch.bfloat16 or
+torch.float16) runs the biLM under autocast, the arrays stay float32.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import nullcontext
 
 import numpy as np
 import torch
 
+from ..devices import autocast, resolve_device
 from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
@@ -35,9 +36,7 @@ class ElmoEmbedder(Embedder):
         autocast_dtype: torch.dtype | None = None,
     ):
         super().__init__(max_batch_tokens)
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device 'cuda' was asked for but torch sees no CUDA device; use device='cpu'")
+        self.device = resolve_device(device)
         self.bilm = bilm.to(self.device).eval()
         self.autocast_dtype = autocast_dtype
         self.token_cache = TokenVectorCache(token_cache_size)
@@ -81,12 +80,7 @@ class ElmoEmbedder(Embedder):
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         if not sentences:
             return []
-        autocast = (
-            torch.autocast(self.device.type, dtype=self.autocast_dtype)
-            if self.autocast_dtype is not None
-            else nullcontext()
-        )
-        with autocast:
+        with autocast(self.device, self.autocast_dtype):
             activations, _ = self.bilm.encode_sentences(sentences, self.token_cache)
         stacked = torch.stack(activations, dim=1).float().cpu().numpy()  # (B, L, T+2, 2P)
         return [stacked[row, :, 1 : len(s) + 1].copy() for row, s in enumerate(sentences)]

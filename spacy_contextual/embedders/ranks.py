@@ -20,7 +20,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from ..errors import ContextualError
+from ..devices import rank_device
 
 # Ranks that finish their share first wait at the last barrier for the others. Shares interleave,
 # so they end close together, but a resumed rank may have much more left than the rest.
@@ -46,7 +46,7 @@ class Ranks:
             world_size=world_size,
             local_rank=local_rank,
             local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-            device=_rank_device(device, local_rank) if world_size > 1 else torch.device(device),
+            device=rank_device(device, local_rank, world_size),
         )
         if "TORCHELASTIC_RUN_ID" in os.environ:
             _die_with_parent()
@@ -69,19 +69,6 @@ class Ranks:
     def close(self) -> None:
         if self.world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
-
-
-def _rank_device(device: str, local_rank: int) -> torch.device:
-    wanted = torch.device(device)
-    if wanted.type != "cuda":
-        return wanted
-    if local_rank >= torch.cuda.device_count():
-        raise ContextualError(
-            f"local rank {local_rank} needs GPU {local_rank}, but torch sees {torch.cuda.device_count()} GPU(s); "
-            "start at most one process per GPU"
-        )
-    torch.cuda.set_device(local_rank)
-    return torch.device("cuda", local_rank)
 
 
 def _die_with_parent() -> None:

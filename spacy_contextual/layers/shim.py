@@ -7,16 +7,20 @@ pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors 
 ``run(words, is_train)`` is the one way through the module: token strings in, token-aligned layers
 (B, n_layers, T, width) out (row b's tokens at positions 0..len_b-1). Without training it runs in
 eval mode under no_grad; with training, in train mode, and it returns a backprop callback that takes
-the gradient of those layers (scaled by the grad scaler under mixed precision, as thinc's
-``PyTorchShim`` does). Subclasses say how to build the module and how to run it on words
+the gradient of those layers. Subclasses say how to build the module and how to run it on words
 (``layers_of``). The shim also owns the segment cache (``segment_cache.py``) of the layer's
 outputs, emptied with every change of weights.
+
+``mixed_precision`` autocasts the module on the device it runs on: float16 on CUDA, with the
+gradients scaled by thinc's grad scaler as its ``PyTorchShim`` does, and bfloat16 on the CPU (no
+scaling needed). The module follows thinc's ``to_cpu``/``to_gpu``, also when they come before the
+weights are loaded (the weights then go there when they come).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from itertools import chain
 from typing import Any
 
@@ -24,11 +28,14 @@ import srsly
 import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
-from thinc.api import PyTorchShim, get_torch_default_device
+from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
+from ..formats.model_dir import check_finite, load_matching_state
+from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
 
 Backprop = Callable[[torch.Tensor], None]
+AUTOCAST_DTYPES = {"cuda": torch.float16, "cpu": torch.bfloat16}  # mixed precision on each device type
 
 
 class EncoderShim(PyTorchShim):
@@ -36,8 +43,9 @@ class EncoderShim(PyTorchShim):
     description = "encoder"
 
     def __init__(self, mixed_precision: bool = False, segment_cache_mb: int = 0):
-        super().__init__(None, mixed_precision=mixed_precision and torch.cuda.is_available())
+        super().__init__(None, mixed_precision=mixed_precision, grad_scaler=PyTorchGradScaler(enabled=False))
         self.segment_cache = SegmentCache(segment_cache_mb)
+        self._target_device: torch.device | None = None  # set by to_device()
 
     # -- to implement ---------------------------------------------------------------------------
 
@@ -66,23 +74,30 @@ class EncoderShim(PyTorchShim):
         """Token-aligned layers of ``words``; with ``is_train``, also the callback that backpropagates
         their gradient into the module's parameters."""
         module = self.module
-        autocast = torch.autocast("cuda", enabled=self._mixed_precision) if self._mixed_precision else nullcontext()
         if not is_train:
             module.eval()
-            with torch.no_grad(), autocast:
+            with torch.no_grad(), self.autocast():
                 return self.layers_of(module, words), None
         module.train()
-        with autocast:
+        with self.autocast():
             layers = self.layers_of(module, words)
 
         def backprop(d_layers: torch.Tensor) -> None:
-            torch.autograd.backward(layers, self._grad_scaler.scale(d_layers.to(layers.dtype), inplace=True))
+            # scaled in float32 first, so that small gradients survive the cast to float16
+            torch.autograd.backward(layers, self._grad_scaler.scale(d_layers, inplace=True).to(layers.dtype))
             grads = [p.grad for p in module.parameters() if p.grad is not None]
             if self._grad_scaler.unscale(grads):  # an overflow: this step's gradients are dropped
                 for grad in grads:
                     grad.zero_()
 
         return layers, backprop
+
+    def autocast(self) -> AbstractContextManager:
+        """The mixed-precision context on the module's device (no autocast without ``mixed_precision``)."""
+        if not self._mixed_precision:
+            return nullcontext()
+        device_type = self.device.type
+        return torch.autocast(device_type, dtype=AUTOCAST_DTYPES.get(device_type))
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -100,7 +115,22 @@ class EncoderShim(PyTorchShim):
         return self._model
 
     def load(self, module: torch.nn.Module) -> None:
-        self._model = module.to(get_torch_default_device()).eval()
+        self._model = module.to(self._target_device or get_torch_default_device()).eval()
+        self._follow_device()
+
+    def to_device(self, device_type: str, device_id: int) -> None:
+        """thinc's ``to_cpu`` / ``to_gpu(device_id)``."""
+        if device_type not in ("cpu", "gpu"):
+            raise ValueError(f"invalid device_type {device_type!r}: use 'cpu' or 'gpu'")
+        self._target_device = torch.device("cpu") if device_type == "cpu" else torch.device("cuda", device_id)
+        if self._model is not None:
+            self._model.to(self._target_device)
+            self._follow_device()
+
+    def _follow_device(self) -> None:
+        """After the module arrived on a device: a grad scaler there (fp16 on CUDA only), no cached outputs."""
+        self._grad_scaler = PyTorchGradScaler(enabled=self._mixed_precision and self.device.type == "cuda")
+        self._grad_scaler.to_(self.device)
         self.segment_cache.clear()
 
     def weights_signature(self) -> Hashable:
@@ -118,7 +148,9 @@ class EncoderShim(PyTorchShim):
     @property
     def device(self) -> torch.device:
         parameter = next(self._model.parameters(), None) if self._model is not None else None
-        return parameter.device if parameter is not None else get_torch_default_device()
+        if parameter is not None:
+            return parameter.device
+        return self._target_device or get_torch_default_device()
 
     @property
     def width(self) -> int:
@@ -138,10 +170,22 @@ class EncoderShim(PyTorchShim):
             self._model = None
             return self
         module = self.build_module(msg["config"])
-        module.load_state_dict(load_safetensors(msg["state"]))
+        state = load_safetensors(msg["state"])
+        source = f"the {self.description} stored in the pipeline"
+        check_finite(state, source)
+        load_matching_state(module, state, source)
         self.load(module)
-        self._grad_scaler.to_(self.device)
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for a spawned ``nlp.pipe(n_process=N)`` worker: with the worker's share of the torch threads."""
+        return {**self.__dict__, "_worker_threads": worker_share(spacy_worker_count())}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        threads = state.pop("_worker_threads", None)
+        self.__dict__.update(state)
+        if threads is not None:  # a worker process: set before the encoder first runs
+            torch.set_num_threads(threads)
 
     def use_params(self, params):  # the empty (not yet loaded) shim has nothing to swap
         if self._model is None:

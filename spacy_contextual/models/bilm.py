@@ -11,7 +11,8 @@ The returned activations are ``h_{k,0} = [x_k; x_k]`` and ``h_{k,j} = [fwd_{k,j}
 (2P wide), all with the boundary positions kept. The two directions never mix between layers.
 
 Stateless (default): every call starts from zero state. ``stateful=True`` carries (h, c) of every
-layer and direction from call to call per batch row, exactly as bilm-tf and AllenNLP do.
+layer and direction from call to call per batch row, exactly as bilm-tf and AllenNLP do; the carried
+state moves with the module (``.to(device)``).
 """
 
 from __future__ import annotations
@@ -114,9 +115,11 @@ class BiLMConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BiLMConfig:
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown biLM config keys {sorted(unknown)}")
+        """The inverse of ``to_dict``: every key required (no defaults), no other key."""
+        known = set(cls.__dataclass_fields__)
+        unknown, missing = set(data) - known, known - set(data)
+        if unknown or missing:
+            raise ValueError(f"biLM config: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
         return cls(**data)
 
 
@@ -141,7 +144,9 @@ class BiLM(nn.Module):
 
         self.forward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
         self.backward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
-        self._states: tuple[torch.Tensor, torch.Tensor] | None = None  # h (L, rows, 2P), c (L, rows, 2D)
+        # the carried state (stateful): buffers, so that .to() takes them along; never saved with the weights
+        self.register_buffer("carried_h", None, persistent=False)  # (L, rows, 2P)
+        self.register_buffer("carried_c", None, persistent=False)  # (L, rows, 2D)
 
     @property
     def num_layers(self) -> int:
@@ -215,23 +220,22 @@ class BiLM(nn.Module):
     # -- statefulness (AllenNLP ``_EncoderBase`` row semantics) ---------------------------------
 
     def reset_states(self) -> None:
-        self._states = None
+        self.carried_h = self.carried_c = None
 
     @property
     def states(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Carried (h (L, rows, 2P), c (L, rows, 2D)), last axis [forward | backward]; None if reset."""
-        return self._states
+        return None if self.carried_h is None else (self.carried_h, self.carried_c)
 
     def _initial_states(self, batch: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        if not self.stateful or self._states is None:
+        if not self.stateful or self.carried_h is None:
             return None
-        h, c = self._states
+        h, c = self.carried_h, self.carried_c
         if h.shape[1] < batch:
             grow = batch - h.shape[1]
-            h = torch.cat([h, h.new_zeros(h.shape[0], grow, h.shape[2])], 1)
-            c = torch.cat([c, c.new_zeros(c.shape[0], grow, c.shape[2])], 1)
-            self._states = (h, c)
-        return h[:, :batch].to(like.dtype), c[:, :batch].to(like.dtype)
+            self.carried_h = torch.cat([h, h.new_zeros(h.shape[0], grow, h.shape[2])], 1)
+            self.carried_c = torch.cat([c, c.new_zeros(c.shape[0], grow, c.shape[2])], 1)
+        return self.carried_h[:, :batch].to(like.dtype), self.carried_c[:, :batch].to(like.dtype)
 
     def _split_state(self, states: tuple[torch.Tensor, torch.Tensor], layer: int):
         h, c = states[0][layer], states[1][layer]
@@ -239,17 +243,19 @@ class BiLM(nn.Module):
         return (h[:, :P], c[:, :D]), (h[:, P:], c[:, D:])
 
     def _update_states(self, new_h: torch.Tensor, new_c: torch.Tensor) -> None:
-        new_h, new_c = new_h.detach(), new_c.detach()
-        if self._states is None:
-            self._states = (new_h, new_c)
+        """Keep the final states in the weights' dtype (autocast may have lowered them)."""
+        dtype = self.token_encoder.char_embedding.weight.dtype
+        new_h, new_c = new_h.detach().to(dtype), new_c.detach().to(dtype)
+        if self.carried_h is None:
+            self.carried_h, self.carried_c = new_h, new_c
             return
-        h, c = self._states[0].clone(), self._states[1].clone()
+        h, c = self.carried_h.clone(), self.carried_c.clone()
         rows = new_h.shape[1]
         # AllenNLP keeps the old state of a row whose new state is all zero (a row that never ran).
         used = (new_h[0].sum(-1) != 0).view(1, rows, 1)
         h[:, :rows] = torch.where(used, new_h, h[:, :rows])
         c[:, :rows] = torch.where(used, new_c, c[:, :rows])
-        self._states = (h, c)
+        self.carried_h, self.carried_c = h, c
 
 
 def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -9,6 +9,10 @@ It is a ``nn.LSTM(300, 300, num_layers=2, bidirectional=True)`` split into one m
 that both layers' outputs are available; ``load_published_state_dict`` / ``published_state_dict``
 translate to and from the 16-key layout of the salesforce ``wmtlstm-*.pth`` file (PyTorch gate
 order i|f|g|o). Padded positions of every output are zero.
+
+Under autocast the LSTMs run in the autocast dtype, as cuDNN's do on CUDA. On the CPU, torch hands an
+autocast LSTM to oneDNN, which fails on processors without bf16 instructions, so there the layer is
+run on weights and inputs cast to that dtype instead (the same arithmetic, torch's own CPU kernel).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.func import functional_call
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 PUBLISHED_SUFFIXES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 
@@ -53,7 +58,7 @@ class MTLSTM(nn.Module):
         x = inputs
         for lstm in self.layers:
             packed = pack_padded_sequence(self.dropout(x), packed_lengths, batch_first=True, enforce_sorted=False)
-            out, (h, c) = lstm(packed)
+            out, (h, c) = run_lstm(lstm, packed)
             x, _ = pad_packed_sequence(out, batch_first=True, total_length=total)
             layers.append(x)
             hiddens.append(torch.cat([h[0], h[1]], dim=-1))
@@ -76,3 +81,13 @@ class MTLSTM(nn.Module):
             for key, value in lstm.state_dict().items():
                 out[key.replace("_l0", f"_l{layer}")] = value
         return out
+
+
+def run_lstm(lstm: nn.LSTM, packed: PackedSequence) -> tuple[PackedSequence, tuple[torch.Tensor, torch.Tensor]]:
+    """``lstm(packed)``; under CPU autocast, on weights and inputs cast to the autocast dtype."""
+    if packed.data.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+        return lstm(packed)
+    dtype = torch.get_autocast_dtype("cpu")
+    with torch.autocast("cpu", enabled=False):
+        weights = {name: parameter.to(dtype) for name, parameter in lstm.named_parameters()}
+        return functional_call(lstm, weights, (packed.to(dtype),))

@@ -48,7 +48,7 @@ class ScalarMix(nn.Module):
         if self.training and self.layer_dropout > 0:
             drop = torch.rand_like(weights) < self.layer_dropout
             if bool(drop.all()):
-                drop[torch.randint(len(drop), (1,))] = False
+                drop[torch.randint(len(drop), (1,), device=drop.device)] = False
             weights = weights.masked_fill(drop, float("-inf"))
         shares = torch.softmax(weights, dim=0)
         if self.do_layer_norm:

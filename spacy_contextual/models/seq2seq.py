@@ -63,8 +63,14 @@ class Seq2SeqConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Seq2SeqConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        """The inverse of ``to_dict``: every key required (no defaults), no other key."""
+        known = {f.name for f in fields(cls)}
+        unknown, missing = set(data) - known, known - set(data)
+        if unknown or missing:
+            raise ValueError(
+                f"translation model config: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}"
+            )
+        return cls(**data)
 
     @property
     def attentional_dim(self) -> int:
@@ -81,7 +87,7 @@ class DecoderState:
 @dataclass
 class Translation:
     ids: list[int]  # target ids without <s> and </s>
-    attention: torch.Tensor  # (len(ids) + 1, n_source): one row per generated token, </s> included
+    attention: torch.Tensor  # (len(ids) + 1, n_source) float32: one row per generated token, </s> included
     score: float  # log p(y), </s> included
 
 
@@ -214,7 +220,7 @@ class Translator(nn.Module):
             out.append(
                 Translation(
                     ids[: steps - 1] if ids[steps - 1] == self.config.eos_id else ids[:steps],
-                    alpha_tensor[row, :steps, : int(lengths[row])].cpu(),
+                    alpha_tensor[row, :steps, : int(lengths[row])].float().cpu(),
                     float(scores[row]),
                 )
             )
@@ -251,7 +257,7 @@ class Translator(nn.Module):
                 alphas = live_alphas[origin] + [attention[origin]]
                 if token == self.config.eos_id or step == max_length - 1:
                     translation = Translation(
-                        tokens[:-1] if token == self.config.eos_id else tokens, torch.stack(alphas).cpu(), score
+                        tokens[:-1] if token == self.config.eos_id else tokens, torch.stack(alphas).float().cpu(), score
                     )
                     finished.append((score / length_penalty(len(tokens), alpha), translation))
                 else:

@@ -5,9 +5,11 @@ place that does so (``ElmoEmbedder``, the ``elmo`` component and biLM training a
 (or (B, T, P) as given, ``boundaries=False``), zero at padding, plus the mask. Within a batch each
 distinct word goes through the CNN once. Across batches, an LRU cache of ``max_size`` words keeps
 their vectors while no gradient can reach the CNN (no_grad, or its parameters frozen); while
-gradients flow, nothing is stored. Owners ``clear()`` it when they change the weights; it also
-clears itself when the CNN's parameter tensors, device, dtype, in-place version or the autocast
-setting change. ``max_size = 0``: no cache, only the per-batch sharing.
+gradients flow, nothing is stored. The cached vectors are copied into one table of at most
+``max_size`` rows, so the cache holds that much memory (on the CNN's device) and no more. Owners
+``clear()`` it when they change the weights; it also clears itself when the CNN's parameter
+tensors, device, dtype, in-place version or the autocast setting change. ``max_size = 0``: no
+cache, only the per-batch sharing.
 """
 
 from __future__ import annotations
@@ -24,17 +26,21 @@ from .chars import BOS_TOKEN, EOS_TOKEN, batch_to_ids
 class TokenVectorCache:
     def __init__(self, max_size: int = 50_000):
         self.max_size = max_size
-        self._vectors: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._rows: OrderedDict[str, int] = OrderedDict()  # word -> its row of _table, least recently used first
+        self._table: torch.Tensor | None = None  # (capacity, P), capacity <= max_size: the cached vectors
+        self._free: list[int] = []  # rows of _table that hold no word
         self._signature: Hashable = None
 
     def __len__(self) -> int:
-        return len(self._vectors)
+        return len(self._rows)
 
     def __contains__(self, word: str) -> bool:
-        return word in self._vectors
+        return word in self._rows
 
     def clear(self) -> None:
-        self._vectors.clear()
+        self._rows.clear()
+        self._table = None
+        self._free = []
         self._signature = None
 
     @staticmethod
@@ -66,26 +72,49 @@ class TokenVectorCache:
         return table[index], index > 0
 
     def _lookup(self, token_encoder: nn.Module, vocabulary: list[str], dtype: torch.dtype) -> torch.Tensor:
+        """The vectors of ``vocabulary`` (a new tensor), the CNN run on the words not cached yet."""
         signature = self._weights_signature(token_encoder)
         if signature != self._signature:
             self.clear()
             self._signature = signature
-        missing = [w for w in vocabulary if w not in self._vectors]
-        computed = {}
+        device = next(token_encoder.parameters()).device
+        hits = [w for w in vocabulary if w in self._rows]
+        missing = [w for w in vocabulary if w not in self._rows]
+        parts = []
+        if hits:
+            parts.append(self._table[torch.tensor([self._rows[w] for w in hits], device=device)])
         if missing:
-            device = next(token_encoder.parameters()).device
             with torch.no_grad():
-                vectors = token_encoder(batch_to_ids([missing])[0].to(device)).to(dtype)
-            computed = dict(zip(missing, vectors, strict=True))
-        table = torch.stack([computed[w] if w in computed else self._vectors[w] for w in vocabulary])
-        for word in vocabulary:
-            if word in computed:
-                self._vectors[word] = computed[word]
-            else:
-                self._vectors.move_to_end(word)
-        while len(self._vectors) > self.max_size:
-            self._vectors.popitem(last=False)
+                computed = token_encoder(batch_to_ids([missing])[0].to(device)).to(dtype)
+            parts.append(computed)
+        source = {word: i for i, word in enumerate(hits + missing)}
+        table = torch.cat(parts)[torch.tensor([source[w] for w in vocabulary], device=device)]
+        for word in hits:
+            self._rows.move_to_end(word)
+        if missing:
+            keep = min(len(missing), self.max_size)
+            self._store(missing[-keep:], computed[-keep:])
         return table
+
+    def _store(self, words: list[str], vectors: torch.Tensor) -> None:
+        """Copy ``vectors`` into free rows of the table, evicting the least recently used words: the
+        cache never holds on to the batch a vector came from."""
+        while self._rows and len(self._rows) + len(words) > self.max_size:
+            self._free.append(self._rows.popitem(last=False)[1])
+        if len(self._free) < len(words):
+            self._grow(len(self._rows) + len(words), vectors)
+        rows = [self._free.pop() for _ in words]
+        self._table[torch.tensor(rows, device=vectors.device)] = vectors
+        self._rows.update(zip(words, rows, strict=True))
+
+    def _grow(self, needed: int, like: torch.Tensor) -> None:
+        """Room for ``needed`` words: the table at least doubles, up to ``max_size`` rows."""
+        capacity = 0 if self._table is None else self._table.shape[0]
+        grown = like.new_empty(min(self.max_size, max(needed, 2 * capacity)), like.shape[1])
+        if self._table is not None:
+            grown[:capacity] = self._table
+        self._free.extend(range(grown.shape[0] - 1, capacity - 1, -1))  # pop() hands out the lowest row first
+        self._table = grown
 
     @staticmethod
     def _weights_signature(token_encoder: nn.Module) -> Hashable:

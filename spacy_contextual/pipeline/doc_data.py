@@ -6,7 +6,9 @@ j-th representation of token i. Whitespace tokens have zero rows. A layer narrow
 width is kept in ``layer_widths``; ``layer(j)`` returns it unpadded.
 
 The class is registered with srsly's msgpack encoders, so Docs carrying it survive
-``doc.to_bytes()``, ``DocBin(store_user_data=True)`` and ``nlp.pipe(..., n_process=2)``.
+``doc.to_bytes()``, ``DocBin(store_user_data=True)`` and ``nlp.pipe(..., n_process=2)``; they come
+back with numpy data. Equality compares the values wherever they are: GPU (CuPy) data equals the
+same values in numpy.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any
 import numpy
 import srsly
 from spacy.tokens import Doc
-from thinc.api import get_array_module
 
 EXTENSIONS = ("elmo_data", "cove_data")
 _MSGPACK_KEY = "__spacy_contextual_data__"
@@ -54,9 +55,7 @@ class ContextualData:
         return self.layers[layer]
 
     def to_dict(self) -> dict[str, Any]:
-        xp = get_array_module(self.layers)
-        layers = self.layers if xp is numpy else xp.asnumpy(self.layers)
-        return {"layers": layers, "layer_names": self.layer_names, "layer_widths": self.layer_widths}
+        return {"layers": host_array(self.layers), "layer_names": self.layer_names, "layer_widths": self.layer_widths}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ContextualData:
@@ -69,11 +68,16 @@ class ContextualData:
             self.layer_names == other.layer_names
             and self.layer_widths == other.layer_widths
             and self.layers.shape == other.layers.shape
-            and bool((self.layers == other.layers).all())
+            and bool((host_array(self.layers) == host_array(other.layers)).all())
         )
 
     def __repr__(self) -> str:
         return f"ContextualData(layers={self.layer_names}, n_tokens={self.layers.shape[1]}, width={self.width})"
+
+
+def host_array(array) -> numpy.ndarray:
+    """numpy data as it is; a CuPy array copied to the host (CuPy forbids the implicit conversion)."""
+    return array if isinstance(array, numpy.ndarray) else array.get()
 
 
 def install_extensions() -> None:

@@ -10,6 +10,7 @@ For ``<S> t_1 .. t_N </S>`` and the biLM's top layer ``[fwd_k; bwd_k]`` at every
 Both directions share the char-CNN token encoder and one softmax over the vocabulary (an adaptive
 softmax, Grave et al. 2017, or bilm-tf's sampled softmax); the LSTM stacks are separate (they are
 the biLM's forward/backward layers). Perplexity of a direction = exp(its summed NLL / number of predictions).
+Under mixed precision (autocast) the biLM runs in the low precision and the softmax in float32.
 
 With truncated BPTT (``corpus.Windows``) each direction reads its own continuous stream instead
 (the backward stream holds every sentence reversed), from the LSTM state carried over from the
@@ -25,6 +26,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from ..errors import ContextualError
 from ..formats.bilm_dir import save_bilm
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
@@ -52,10 +54,12 @@ def build_softmax(input_dim: int, vocab_size: int, config: SoftmaxConfig) -> nn.
     if config.kind == "sampled":
         return SampledSoftmax(input_dim, vocab_size, min(config.negatives, vocab_size))
     if config.kind != "adaptive":
-        raise ValueError(f"softmax.kind must be 'adaptive' or 'sampled', got {config.kind!r}")
+        raise ContextualError(f"softmax.kind must be 'adaptive' or 'sampled', got {config.kind!r}")
     cutoffs = [c for c in config.cutoffs if 0 < c < vocab_size - 1]
     if not cutoffs:
-        raise ValueError(f"the vocabulary ({vocab_size} words) is too small for the softmax cutoffs {config.cutoffs}")
+        raise ContextualError(
+            f"the vocabulary ({vocab_size} words) is too small for the softmax cutoffs {config.cutoffs}"
+        )
     return nn.AdaptiveLogSoftmaxWithLoss(input_dim, vocab_size, cutoffs, div_value=config.div_value)
 
 
@@ -112,8 +116,8 @@ class BidirectionalLM(nn.Module):
         predicting = mask[:, 1:]  # position k predicts k+1 (forward) / position k+1 predicts k (backward)
         forward_out = self.dropout(top[:, :-1, :P][predicting])
         backward_out = self.dropout(top[:, 1:, P:][predicting])
-        forward_nll = -self.softmax(forward_out, word_ids[:, 1:][predicting]).output.sum()
-        backward_nll = -self.softmax(backward_out, word_ids[:, :-1][predicting]).output.sum()
+        forward_nll = self._nll(forward_out, word_ids[:, 1:][predicting])
+        backward_nll = self._nll(backward_out, word_ids[:, :-1][predicting])
         return LMLoss(forward_nll, backward_nll, int(predicting.sum()))
 
     def _windows_loss(self, windows: Windows, states: CarriedStates | None) -> LMLoss:
@@ -129,9 +133,14 @@ class BidirectionalLM(nn.Module):
         for layers, stream, vectors, carried in zip(layer_stacks, streams, tokens, states or (None, None), strict=True):
             outputs, final = self.bilm.run_direction(layers, vectors, lengths, carried)
             targets = torch.tensor([[self.vocab[w] for w in window[1:]] for window in stream], device=device)
-            nlls.append(-self.softmax(self.dropout(outputs[-1].reshape(-1, P)), targets.reshape(-1)).output.sum())
+            nlls.append(self._nll(self.dropout(outputs[-1].reshape(-1, P)), targets.reshape(-1)))
             finals.append([(h.detach(), c.detach()) for h, c in final])
         return LMLoss(nlls[0], nlls[1], int(lengths.sum()), tuple(finals))
+
+    def _nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Summed -log p(target | hidden): the softmax and the sum in float32, also under autocast."""
+        with torch.autocast(hidden.device.type, enabled=False):
+            return -self.softmax(hidden.float(), targets).output.sum()
 
     def set_dropout(self, rate: float) -> None:
         """Dropout on the LSTM inputs (the biLM's) and on the top layer before the softmax."""

@@ -4,14 +4,18 @@ Each step: a batch of length-sorted sentences (or, with ``data.batching = "windo
 truncated BPTT from the carried LSTM states) -> loss = (L_forward + L_backward) / predictions ->
 backward -> clip the global gradient norm -> optimizer step with a warmup + linear-decay learning
 rate. Every ``checkpoint_minutes`` a checkpoint is written (``--resume`` continues from it: same
-weights, optimizer state, step, stream position and RNG, hence the same run; TBPTT restarts its
-carried state from zero); every
+weights, optimizer state, step, stream position and the random state of every rank, the CPU's and
+on CUDA the GPU's, hence the same run; TBPTT restarts its carried state from zero); every
 ``validate_minutes`` the validation perplexity is measured and, when it improved, the fp16 biLM is
 written to ``export_dir``.
 
 Under ``torchrun`` (``WORLD_SIZE`` > 1) every rank reads its own shard of the corpus (line i goes
 to rank i mod world size), gradients are averaged by DistributedDataParallel (gloo on CPU, nccl on
-GPU), and rank 0 decides when to validate, checkpoint and stop and tells the others.
+GPU, each process on the GPU of its LOCAL_RANK), and rank 0 decides when to validate, checkpoint and
+stop and tells the others.
+
+``training.mixed_precision`` runs the biLM's forward pass under bfloat16 autocast (the softmax, the
+loss, the gradients and the weights stay float32; bf16 needs no loss scaling); validation runs in float32.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from ..devices import DeviceError, autocast, rank_device
+from ..errors import ContextualError
+from ..formats.atomic import atomic_file
 from ..models.bilm import BiLM
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, prepare_checkpoint_dir, save_checkpoint
 from .config import PretrainConfig
 from .corpus import BatchStream, StreamPosition, Windows, WindowStream
 from .evaluate import perplexity
@@ -63,18 +70,29 @@ def process_rank() -> int:
 
 
 def setup_runtime(device: str) -> Runtime:
+    """This process's rank and device (``training.device``: cpu, cuda, cuda:N or auto; under torchrun
+    "cuda" and "auto" mean the GPU of LOCAL_RANK), and the process group when there are several."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = process_rank()
-    use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
-    if use_cuda:
-        local = int(os.environ.get("LOCAL_RANK", "0"))
-        torch.cuda.set_device(local)
-        target = torch.device("cuda", local)
-    else:
-        target = torch.device("cpu")
+    target = rank_device(device, int(os.environ.get("LOCAL_RANK", "0")), world_size)
     if world_size > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+        dist.init_process_group(backend="nccl" if target.type == "cuda" else "gloo")
     return Runtime(rank, world_size, target)
+
+
+def random_states(device: torch.device) -> dict[str, torch.Tensor]:
+    """The states of the generators a run on ``device`` draws from: the CPU's ("rng") and on CUDA the
+    GPU's ("cuda_rng"), where dropout masks and sampled-softmax negatives come from."""
+    states = {"rng": torch.get_rng_state()}
+    if device.type == "cuda":
+        states["cuda_rng"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def set_random_states(states: dict[str, torch.Tensor], device: torch.device) -> None:
+    torch.set_rng_state(states["rng"])
+    if device.type == "cuda" and "cuda_rng" in states:
+        torch.cuda.set_rng_state(states["cuda_rng"], device)
 
 
 def make_optimizer(config: PretrainConfig, parameters) -> torch.optim.Optimizer:
@@ -83,7 +101,7 @@ def make_optimizer(config: PretrainConfig, parameters) -> torch.optim.Optimizer:
         return torch.optim.Adam(parameters, lr=config.training.lr)
     if name == "adagrad":
         return torch.optim.Adagrad(parameters, lr=config.training.lr, initial_accumulator_value=1.0)
-    raise ValueError(f"training.optimizer must be 'adam' or 'adagrad', got {name!r}")
+    raise ContextualError(f"training.optimizer must be 'adam' or 'adagrad', got {name!r}")
 
 
 def learning_rate(config: PretrainConfig, step: int) -> float:
@@ -119,6 +137,12 @@ class Trainer:
         # cluster without a gradient, which plain DDP rejects ("expected to have finished reduction")
         self.model = DistributedDataParallel(self.lm, find_unused_parameters=True) if runtime.distributed else self.lm
         self.optimizer = make_optimizer(config, self.lm.parameters())
+        self.autocast_dtype = torch.bfloat16 if config.training.mixed_precision else None
+        if self.autocast_dtype is not None and runtime.device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise DeviceError(
+                f"training.mixed_precision uses bfloat16, which {torch.cuda.get_device_name(runtime.device)} "
+                "cannot compute; set training.mixed_precision = false"
+            )
         self.state: dict[str, Any] = {
             "step": 0,
             "tokens": 0,
@@ -136,30 +160,33 @@ class Trainer:
         return self.output_dir / "checkpoint"
 
     def restore(self) -> None:
-        lm, state, optimizer_state, rngs = load_checkpoint(self.checkpoint_dir)
+        lm, state, optimizer_state, random_state = load_checkpoint(self.checkpoint_dir)
         if len(state["positions"]) != self.runtime.world_size:
-            raise ValueError(
+            raise ContextualError(
                 f"the checkpoint was written by {len(state['positions'])} processes; resume with the same number"
             )
         self.lm.load_state_dict(lm.state_dict())
         self.optimizer.load_state_dict(optimizer_state)
         self.state.update({k: v for k, v in state.items() if k != "config"})
-        torch.set_rng_state(rngs[self.runtime.rank])
+        set_random_states({name: ranks[self.runtime.rank] for name, ranks in random_state.items()}, self.runtime.device)
         self.log(f"resumed from {self.checkpoint_dir} at step {state['step']}")
 
     def save(self, position: StreamPosition) -> None:
         here = torch.tensor([position.epoch, position.chunk, position.batch])
-        rng = torch.get_rng_state()
-        if self.runtime.distributed:
-            positions = [torch.zeros_like(here) for _ in range(self.runtime.world_size)]
-            rngs = [torch.zeros_like(rng) for _ in range(self.runtime.world_size)]
-            dist.all_gather(positions, here.to(self._collective_device()))
-            dist.all_gather(rngs, rng.to(self._collective_device()))
-        else:
-            positions, rngs = [here], [rng]
-        self.state["positions"] = [p.tolist() for p in positions]
+        self.state["positions"] = [p.tolist() for p in self._gather(here)]
+        random_state = {name: self._gather(state) for name, state in random_states(self.runtime.device).items()}
         if self.runtime.main:
-            save_checkpoint(self.checkpoint_dir, self.lm, self.optimizer, self.state, [r.cpu() for r in rngs])
+            save_checkpoint(self.checkpoint_dir, self.lm, self.optimizer, self.state, random_state)
+
+    def _gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        """Every rank's ``tensor``, on the CPU. The collective runs on its backend's device: NCCL needs
+        the input and every buffer on this rank's GPU."""
+        if not self.runtime.distributed:
+            return [tensor]
+        local = tensor.to(self._collective_device())
+        buffers = [torch.empty_like(local) for _ in range(self.runtime.world_size)]
+        dist.all_gather(buffers, local)
+        return [buffer.cpu() for buffer in buffers]
 
     def _collective_device(self) -> torch.device:
         return self.runtime.device if dist.get_backend() == "nccl" else torch.device("cpu")
@@ -215,7 +242,7 @@ class Trainer:
             return BatchStream(d.train, d.batch_tokens, d.chunk_sentences, **shard)
         if d.batching == "windows":
             return WindowStream(d.train, d.batch_tokens, d.bptt_steps, d.chunk_sentences, **shard)
-        raise ValueError(f"data.batching must be 'sentences' or 'windows', got {d.batching!r}")
+        raise ContextualError(f"data.batching must be 'sentences' or 'windows', got {d.batching!r}")
 
     def train(self) -> dict:
         t = self.config.training
@@ -249,7 +276,8 @@ class Trainer:
             position, batch = next(batches)
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.config, self.state["step"])
-            loss = self.model(batch, carried)
+            with autocast(self.runtime.device, self.autocast_dtype):
+                loss = self.model(batch, carried)
             carried = loss.states
             self.optimizer.zero_grad(set_to_none=True)
             loss.mean.backward()
@@ -283,7 +311,8 @@ class Trainer:
                 self.output_dir / "model",
                 info={"valid_perplexity": final, "train_tokens": self.state["tokens"], "step": self.state["step"]},
             )
-            (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+            with atomic_file(self.output_dir / "summary.json") as path:
+                path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
 
@@ -304,10 +333,12 @@ def pretrain(
     resume: bool = False,
     lm: BidirectionalLM | None = None,
     log: Callable[[str], None] = print,
+    overwrite: bool = False,
 ) -> dict:
-    """Train (or, with ``lm`` given, fine-tune) a biLM as configured; returns the summary."""
+    """Train (or, with ``lm`` given, fine-tune) a biLM as configured; returns the summary. An earlier
+    run's checkpoint in the output directory is continued with ``resume``, deleted with ``overwrite``."""
     if not config.data.train:
-        raise ValueError("data.train is empty: give the training text files (one tokenised sentence per line)")
+        raise ContextualError("data.train is empty: give the training text files (one tokenised sentence per line)")
     if config.training.num_threads:
         torch.set_num_threads(config.training.num_threads)
     runtime = setup_runtime(config.training.device)
@@ -315,10 +346,7 @@ def pretrain(
     checkpoint = output_dir / "checkpoint"
     if runtime.main:
         output_dir.mkdir(parents=True, exist_ok=True)
-        if not resume and checkpoint.exists():
-            raise FileExistsError(
-                f"{checkpoint} exists: pass --resume to continue that run, or choose another training.output_dir"
-            )
+        prepare_checkpoint_dir(checkpoint, resume, overwrite)
         config.save(output_dir / "pretrain_config.json")
     if lm is None:
         lm = build_language_model(config, prepare_vocab(config, runtime, output_dir))

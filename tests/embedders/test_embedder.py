@@ -67,16 +67,6 @@ def test_odd_input(embedder):
     assert s.shape == (3, 1, 32)
 
 
-def test_autocast_runs_and_stays_close_to_float32():
-    """Autocast (bf16 on CPU here; fp16/bf16 on CUDA) through the char CNN, the cache and the LSTMs."""
-    sentences = [["The", "bank", "closed", "."], ["Rivers", "flood"]]
-    exact = ElmoEmbedder(tiny_bilm()).embed_sentences(sentences)
-    lowered = ElmoEmbedder(tiny_bilm(), autocast_dtype=torch.bfloat16).embed_sentences(sentences)
-    for a, b in zip(exact, lowered, strict=True):
-        assert b.dtype == np.float32 and b.shape == a.shape
-        np.testing.assert_allclose(b, a, atol=0.1 * np.abs(a).max())
-
-
 def test_token_cache_is_bounded(embedder):
     embedder.token_cache_size = 10
     embedder.embed_sentences([[f"w{i}" for i in range(50)]])
@@ -113,15 +103,8 @@ def test_model_path_that_is_not_a_directory_is_named(tmp_path):
         load_encoder("elmo", "x" * 5000)  # too long for the file system: still a clear message, quoted short
 
 
-def test_cuda_request_without_gpu():
-    if torch.cuda.is_available():
-        pytest.skip("has a GPU")
-    with pytest.raises(RuntimeError, match="no CUDA device"):
-        ElmoEmbedder(tiny_bilm(), device="cuda")
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cuda_matches_cpu():
+def test_cuda_matches_cpu(exact_cuda):
     bilm = tiny_bilm()
     sentences = [["The", "bank", "."], ["a"] * 12]
     cpu = ElmoEmbedder(bilm).embed_sentences(sentences)

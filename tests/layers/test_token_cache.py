@@ -205,3 +205,53 @@ def test_token_cache_recomputes_when_autocast_changes():
     assert direct.dtype == torch.bfloat16 and mixed.dtype == torch.float32  # the parameter dtype, as BiLM.forward
     assert not torch.equal(mixed, plain)
     torch.testing.assert_close(mixed[0], direct.float(), atol=0, rtol=0)
+
+
+def held_bytes(obj, seen=None) -> int:
+    """Bytes of every tensor storage that ``obj`` keeps alive through its attributes, dicts and lists."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, torch.Tensor):
+        storage = obj.untyped_storage()
+        if storage.data_ptr() in seen:
+            return 0
+        seen.add(storage.data_ptr())
+        return storage.nbytes()
+    if isinstance(obj, dict):
+        return sum(held_bytes(value, seen) for value in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(held_bytes(item, seen) for item in obj)
+    if hasattr(obj, "__dict__"):
+        return held_bytes(vars(obj), seen)
+    return 0
+
+
+def test_token_cache_keeps_its_rows_and_not_their_batches():
+    """On a GPU this is GPU memory: the cache holds at most max_size vectors, whatever batches they came in."""
+    cnn = tiny_bilm().token_encoder
+    cache = TokenVectorCache(max_size=8)
+    row_bytes = cnn.output_dim * 4
+    with torch.no_grad():
+        for start in range(0, 3000, 1000):
+            cache.token_vectors(cnn, [[f"w{i}" for i in range(start, start + 1000)]])
+            assert len(cache) == 8
+            assert held_bytes(cache) <= 8 * row_bytes
+        vectors, _ = cache.token_vectors(cnn, [["w2999", "w2998"]])
+        vectors.zero_()  # the caller owns what it gets
+        again, _ = cache.token_vectors(cnn, [["w2999", "w2998"]])
+        direct = cnn(batch_to_ids([["<S>", "w2999", "w2998", "</S>"]])[0])
+    torch.testing.assert_close(again[0], direct, atol=1e-6, rtol=0)
+
+
+def test_token_cache_evicts_the_least_recently_used_word():
+    cnn = tiny_bilm().token_encoder
+    cache = TokenVectorCache(max_size=4)
+    with torch.no_grad():
+        cache.token_vectors(cnn, [["a", "b"]])  # + <S>, </S>: full
+        cache.token_vectors(cnn, [["a"]])  # a, <S>, </S> used again; b is the oldest
+        cache.token_vectors(cnn, [["c"]])
+        assert "b" not in cache and all(w in cache for w in ("a", "c", "<S>", "</S>"))
+        cache.max_size = 2  # shrinking keeps the newest
+        cache.token_vectors(cnn, [["d"]], boundaries=False)
+        assert len(cache) == 2 and "d" in cache
+        vectors, _ = cache.token_vectors(cnn, [["a", "d", "c"]], boundaries=False)
+        torch.testing.assert_close(vectors[0], cnn(batch_to_ids([["a", "d", "c"]])[0]), atol=1e-6, rtol=0)

@@ -279,7 +279,7 @@ def _cupy_gpu() -> bool:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cupy_gpu(), reason="needs CUDA and CuPy (spaCy's GPU ops)")
-def test_component_follows_spacy_onto_the_gpu(model_dir):
+def test_component_follows_spacy_onto_the_gpu(model_dir, exact_cuda):
     from thinc.api import NumpyOps, set_current_ops
 
     expected = make_nlp(model_dir)(TEXT)._.elmo_data.layers
@@ -290,5 +290,8 @@ def test_component_follows_spacy_onto_the_gpu(model_dir):
         layers = nlp(TEXT)._.elmo_data.layers
         assert type(layers).__module__.startswith("cupy")
         np.testing.assert_allclose(layers.get(), expected, atol=1e-4)
+        doc = nlp(TEXT)
+        stored = Doc(nlp.vocab).from_bytes(doc.to_bytes())._.elmo_data  # back with numpy data
+        assert type(stored.layers).__module__ == "numpy" and stored == doc._.elmo_data
     finally:
         set_current_ops(NumpyOps())

@@ -1,0 +1,96 @@
+"""The GPU check of ``spacy-contextual elmo`` (a file of sentences into HDF5), as a user runs it:
+
+1. the first 100 sentences with ``--device cuda`` (TF32 off: ``NVIDIA_TF32_OVERRIDE=0``) and with
+   ``--device cpu``: every dataset equal to 1e-4;
+2. all ``--data`` sentences with ``--device cuda``: sentences/s (the wall time of the command,
+   start-up included);
+3. where the command has ``--processes`` (the sharded run), the same with ``--processes 1``: its file
+   equals the one of 2 to 1e-5, and its time.
+
+Inputs: ``--data`` (valid.txt from ``benchmarks/gpu/make_data.py``); the HDF5 files go to ``--work``;
+every row goes to ``--json`` as it is measured; the exit status is 1 if a check failed.
+
+    python benchmarks/gpu/embed_check.py --data benchmarks/gpu/data --work /tmp/embed --json out/embed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from record import Results  # noqa: E402
+
+TOLERANCE = 1e-4
+SHARDED_TOLERANCE = 1e-5
+
+
+def embed(source: Path, target: Path, device: str, model: str | None, *extra: str, **env: str) -> float:
+    """Run the command; its wall time in seconds."""
+    command = ["spacy-contextual", "elmo", str(source), str(target), "--all", "--device", device, *extra]
+    command += ["--model", model] if model else []
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env})
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - started
+
+
+def max_difference(a: Path, b: Path) -> float:
+    with h5py.File(a) as first, h5py.File(b) as second:
+        keys = [k for k in first if k != "sentence_to_index"]
+        if sorted(keys) != sorted(k for k in second if k != "sentence_to_index"):
+            return float("inf")
+        return max(float(np.abs(first[k][()] - second[k][()]).max(initial=0.0)) for k in keys)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "data")
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--model", default=None, help="an ELMo model directory (default: the bundled one)")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    results = Results(args.json, "embed_check", device=args.device)
+    args.work.mkdir(parents=True, exist_ok=True)
+    sentences = args.data / "valid.txt"
+    lines = sentences.read_text(encoding="utf-8").splitlines()
+    subset = args.work / "first100.txt"
+    subset.write_text("".join(line + "\n" for line in lines[:100]), encoding="utf-8")
+
+    embed(subset, args.work / "cpu.hdf5", "cpu", args.model)
+    embed(subset, args.work / "device.hdf5", args.device, args.model, NVIDIA_TF32_OVERRIDE="0")
+    difference = max_difference(args.work / "cpu.hdf5", args.work / "device.hdf5")
+    what = f"--device {args.device} vs --device cpu, {min(100, len(lines))} sentences, TF32 off: max abs difference"
+    results.add(what, f"{difference:.2e}", difference <= TOLERANCE)
+
+    seconds = embed(sentences, args.work / "all.hdf5", args.device, args.model)
+    results.add(
+        f"--device {args.device}, {len(lines)} sentences: sentences/s (wall, start-up included)",
+        f"{len(lines) / seconds:,.1f}",
+    )
+
+    usage = subprocess.run(["spacy-contextual", "elmo", "--help"], capture_output=True, text=True).stdout
+    if "--processes" not in usage:
+        results.add("sharded run (--processes 1)", "not run: this spacy-contextual elmo has no --processes option")
+    else:
+        seconds = embed(sentences, args.work / "sharded.hdf5", args.device, args.model, "--processes", "1")
+        difference = max_difference(args.work / "all.hdf5", args.work / "sharded.hdf5")
+        results.add(
+            f"--processes 1, {len(lines)} sentences: max abs difference to the plain run; sentences/s",
+            f"{difference:.2e}; {len(lines) / seconds:,.1f}",
+            difference <= SHARDED_TOLERANCE,
+        )
+    sys.exit(1 if results.failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""The fast LSTM path (sorted rows, transposed gates, blocked input products) equals a per-step reference.
+
+The reference is the module docstring's equations, one step at a time over the whole batch, a row
+keeping its state once its sentence has ended. Random weights large enough that both clips engage;
+ragged lengths; a carried initial state. Forward values in float32 at 1e-5; forward values and
+gradients in float64 at 1e-10, which tells a different computation from float32 rounding (gradients of
+size ~50 differ by ~4e-4 between any two float32 orders of summation, the old loop's included).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from util import tiny_config
+
+from spacy_contextual.models import lstm as lstm_module
+from spacy_contextual.models.bilm import BiLM, reverse_padded
+from spacy_contextual.models.lstm import ProjectedLSTM
+
+TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float64: dict(atol=1e-10, rtol=1e-10)}
+
+
+def reference_lstm(lstm: ProjectedLSTM, inputs: torch.Tensor, lengths: torch.Tensor, state=None):
+    """Outputs (B, T, P), final (h, c), and how many cell / projection values were clipped."""
+    batch, steps, _ = inputs.shape
+    h, c = state if state is not None else lstm.zero_state(batch, inputs)
+    clipped = {"cell": 0, "projection": 0}
+    outputs = []
+    for t in range(steps):
+        z = inputs[:, t] @ lstm.input_linearity.weight.T + h @ lstm.state_linearity.weight.T
+        i, j, f, o = (z + lstm.state_linearity.bias).chunk(4, dim=-1)
+        new_c = torch.sigmoid(f + lstm.forget_bias) * c + torch.sigmoid(i) * torch.tanh(j)
+        valid = (t < lengths)[:, None]
+        if lstm.cell_clip is not None:
+            clipped["cell"] += int((new_c.abs() > lstm.cell_clip)[valid.expand_as(new_c)].sum())
+            new_c = new_c.clamp(-lstm.cell_clip, lstm.cell_clip)
+        new_h = torch.sigmoid(o) * torch.tanh(new_c)
+        if lstm.state_projection is not None:
+            new_h = new_h @ lstm.state_projection.weight.T
+        if lstm.proj_clip is not None:
+            clipped["projection"] += int((new_h.abs() > lstm.proj_clip)[valid.expand_as(new_h)].sum())
+            new_h = new_h.clamp(-lstm.proj_clip, lstm.proj_clip)
+        h, c = torch.where(valid, new_h, h), torch.where(valid, new_c, c)
+        outputs.append(torch.where(valid, new_h, torch.zeros_like(new_h)))
+    return torch.stack(outputs, dim=1), (h, c), clipped
+
+
+def random_lstm(input_dim: int, cell_dim: int, projection_dim: int, clip: float | None, seed: int = 0):
+    torch.manual_seed(seed)
+    lstm = ProjectedLSTM(input_dim, cell_dim, projection_dim, cell_clip=clip, proj_clip=clip)
+    with torch.no_grad():  # weights large enough that cells and projections pass the clips
+        for parameter in lstm.parameters():
+            parameter.mul_(6.0)
+    return lstm
+
+
+def gradients(outputs, final, tensors, seed: int = 1):
+    generator = torch.Generator().manual_seed(seed)
+    loss = sum((t * torch.randn(t.shape, generator=generator, dtype=t.dtype)).sum() for t in (outputs, *final))
+    return torch.autograd.grad(loss, tensors)
+
+
+@pytest.mark.parametrize(
+    "input_dim, cell_dim, projection_dim, clip",
+    [(12, 24, 8, 3.0), (12, 16, 16, 0.5), (8, 24, 8, None)],
+    ids=["projection+clips", "no-projection+clips", "projection-no-clip"],
+)
+@pytest.mark.parametrize("block_steps", [None, 1, 3], ids=["default-blocks", "1-step-blocks", "3-step-blocks"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_projected_lstm_equals_the_per_step_reference(
+    monkeypatch, input_dim, cell_dim, projection_dim, clip, block_steps, dtype
+):
+    lengths = torch.tensor([5, 9, 1, 0, 9, 3, 7])  # ragged, unsorted, a full row and an empty one
+    if block_steps is not None:  # 3: rows finish in the middle of a block of input products
+        block_bytes = block_steps * 4 * cell_dim * torch.empty((), dtype=dtype).element_size() * len(lengths)
+        monkeypatch.setattr(lstm_module, "BLOCK_BYTES", block_bytes)
+    lstm = random_lstm(input_dim, cell_dim, projection_dim, clip).to(dtype)
+    torch.manual_seed(2)
+    inputs = torch.randn(7, 11, input_dim) * (torch.arange(11)[None, :] < lengths[:, None])[..., None]
+    state = (torch.randn(7, projection_dim), torch.randn(7, cell_dim) * 2)
+    inputs, state = inputs.to(dtype), tuple(s.to(dtype) for s in state)
+    leaves = [inputs.requires_grad_(), *(s.requires_grad_() for s in state), *lstm.parameters()]
+
+    outputs, final = lstm(inputs, lengths, state)
+    expected, expected_final, clipped = reference_lstm(lstm, inputs, lengths, state)
+
+    if clip is not None:
+        assert clipped["cell"] > 0 and (projection_dim == cell_dim or clipped["projection"] > 0), clipped
+    torch.testing.assert_close(outputs, expected, **TOL[dtype])
+    torch.testing.assert_close(final[0], expected_final[0], **TOL[dtype])
+    torch.testing.assert_close(final[1], expected_final[1], **TOL[dtype])
+    assert torch.equal(final[0][3], state[0][3]) and torch.equal(final[1][3], state[1][3])  # empty row: as given
+    if dtype == torch.float64:
+        got, want = gradients(outputs, final, leaves), gradients(expected, expected_final, leaves)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, **TOL[dtype])
+
+
+def clipping_bilm(stateful: bool, dtype: torch.dtype = torch.float32) -> BiLM:
+    torch.manual_seed(3)
+    bilm = BiLM(tiny_config(), stateful=stateful)
+    with torch.no_grad():
+        for lstm in [*bilm.forward_layers, *bilm.backward_layers]:
+            for parameter in lstm.parameters():
+                parameter.mul_(4.0)
+    return bilm.to(dtype).eval()
+
+
+def reference_encode(bilm: BiLM, tokens: torch.Tensor, mask: torch.Tensor, states=None):
+    """BiLM.encode's activations with every LSTM replaced by the per-step reference."""
+    tokens = tokens * mask.unsqueeze(-1)
+    lengths = mask.sum(-1)
+    P, D = bilm.config.projection_dim, bilm.config.lstm_dim
+    activations = [torch.cat([tokens, tokens], -1)]
+    inputs = {"forward": tokens, "backward": reverse_padded(tokens, lengths)}
+    for index in range(bilm.config.n_layers):
+        outs = {}
+        for direction, layers, half in (("forward", bilm.forward_layers, 0), ("backward", bilm.backward_layers, 1)):
+            state = None
+            if states is not None:
+                h, c = states[0][index], states[1][index]
+                state = (h[:, half * P : (half + 1) * P], c[:, half * D : (half + 1) * D])
+            out, _, _ = reference_lstm(layers[index], inputs[direction], lengths, state)
+            outs[direction] = out + inputs[direction] if index > 0 else out
+        activations.append(torch.cat([outs["forward"], reverse_padded(outs["backward"], lengths)], -1))
+        inputs = outs
+    return activations
+
+
+def ragged_tokens(lengths: list[int], width: int, seed: int, dtype: torch.dtype = torch.float32):
+    torch.manual_seed(seed)
+    lengths = torch.tensor(lengths)
+    mask = torch.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    return torch.randn(len(lengths), int(lengths.max()), width, dtype=dtype), mask
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bilm_both_directions_with_carried_state_equal_the_reference(dtype):
+    bilm = clipping_bilm(stateful=True, dtype=dtype)
+    P = bilm.config.projection_dim
+    with torch.no_grad():
+        for k, lengths in enumerate([[4, 9, 2], [6, 3, 8, 5]]):  # the second batch grows the carried rows
+            tokens, mask = ragged_tokens(lengths, P, seed=k, dtype=dtype)
+            carried = None if bilm.states is None else tuple(s[:, : len(lengths)] for s in bilm.states)
+            if carried is not None and carried[0].shape[1] < len(lengths):
+                grow = len(lengths) - carried[0].shape[1]
+                carried = tuple(torch.cat([s, s.new_zeros(s.shape[0], grow, s.shape[2])], 1) for s in carried)
+            activations, _ = bilm.encode(tokens, mask)
+            for got, want in zip(activations, reference_encode(bilm, tokens, mask, carried), strict=True):
+                torch.testing.assert_close(got, want, **TOL[dtype])
+
+
+def test_bilm_gradients_equal_the_reference():
+    bilm = clipping_bilm(stateful=False, dtype=torch.float64)
+    tokens, mask = ragged_tokens([7, 3, 5, 1], bilm.config.projection_dim, seed=5, dtype=torch.float64)
+    tokens.requires_grad_()
+    leaves = [tokens, *bilm.forward_layers.parameters(), *bilm.backward_layers.parameters()]
+    got_acts = bilm.encode(tokens, mask).activations
+    want_acts = reference_encode(bilm, tokens, mask)
+    generator = torch.Generator().manual_seed(6)
+    probes = [torch.randn(a.shape, generator=generator, dtype=torch.float64) for a in want_acts]
+    got = torch.autograd.grad(sum((a * p).sum() for a, p in zip(got_acts, probes, strict=True)), leaves)
+    want = torch.autograd.grad(sum((a * p).sum() for a, p in zip(want_acts, probes, strict=True)), leaves)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, **TOL[torch.float64])

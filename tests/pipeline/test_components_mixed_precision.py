@@ -1,0 +1,95 @@
+"""``mixed_precision = true`` on the ``elmo`` and ``cove`` components: autocast on the encoder's device,
+float16 on CUDA and bfloat16 on the CPU, so the CPU runs the same code paths a GPU does. Frozen and
+fine-tuned (``frozen = false``), ELMo's token cache on and off: the vectors stay close to float32 and
+differ from it (the autocast ran); training steps give finite losses and, unfrozen, move the encoder."""
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.training import Example
+from thinc.api import fix_random_seed
+from util import bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
+
+from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.pipeline import cove_model_dir_loader
+
+TEXTS = ["I like green eggs", "The man rides a horse by the river bank ."]
+
+
+def vectors(nlp, kind):
+    return [doc._.get(f"{kind}_data").layers for doc in nlp.pipe(TEXTS)]
+
+
+def assert_close_but_lowered(lowered, exact):
+    for low, full in zip(lowered, exact, strict=True):
+        assert low.dtype == np.float32 and low.shape == full.shape
+        np.testing.assert_allclose(low, full, atol=0.05 * float(np.abs(full).max()))
+    assert any(not np.array_equal(low, full) for low, full in zip(lowered, exact, strict=True))
+
+
+@pytest.fixture(scope="module")
+def elmo_dir(tmp_path_factory):
+    return save_bilm(tiny_bilm(), tmp_path_factory.mktemp("elmo") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def cove_dir(tmp_path_factory):
+    return tiny_cove_dir(tmp_path_factory.mktemp("cove") / "tiny")
+
+
+@pytest.mark.parametrize("frozen", [True, False], ids=["frozen", "fine-tuned"])
+def test_elmo_component(elmo_dir, frozen):
+    exact_nlp, _, _ = build_listener_pipeline(elmo_dir, frozen=frozen)
+    nlp, examples, optimizer = build_listener_pipeline(elmo_dir, frozen=frozen, mixed_precision=True)
+    token_cache = nlp.get_pipe("elmo").model.shims[0].token_cache
+    exact = vectors(exact_nlp, "elmo")
+    with_cache = vectors(nlp, "elmo")
+    token_cache.max_size = 0
+    without_cache = vectors(nlp, "elmo")
+    assert_close_but_lowered(with_cache, exact)
+    assert_close_but_lowered(without_cache, exact)
+    before = bilm_state(nlp)
+    train_steps(nlp, examples, optimizer, 1)  # frozen: the char CNN without the cache
+    token_cache.max_size = 50_000
+    losses = train_steps(nlp, examples, optimizer, 1)
+    assert np.isfinite(losses["tagger"]) and losses["tagger"] > 0
+    after = bilm_state(nlp)
+    changed = [name for name in before if not torch.equal(before[name], after[name])]
+    assert all(torch.isfinite(tensor).all() for tensor in after.values())
+    if frozen:
+        assert not changed
+        for again, first in zip(vectors(nlp, "elmo"), with_cache, strict=True):
+            np.testing.assert_array_equal(again, first)
+    else:
+        assert len(changed) == len(before)
+
+
+def build_cove(cove_dir, frozen, mixed_precision):
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("cove", config={"frozen": frozen, "model": {"mixed_precision": mixed_precision}})
+    listener = {"@architectures": "spacy-contextual.CoveListener.v1", "width": 8}
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": listener}})
+    nlp.get_pipe("cove").initialize(loader=cove_model_dir_loader(str(cove_dir)))
+    words = TEXTS[1].split()
+    examples = [Example.from_dict(nlp.make_doc(TEXTS[1]), {"tags": ["N" if i % 2 else "V" for i in range(len(words))]})]
+    return nlp, examples, nlp.initialize(lambda: examples)
+
+
+@pytest.mark.parametrize("frozen", [True, False], ids=["frozen", "fine-tuned"])
+def test_cove_component(cove_dir, frozen):
+    exact_nlp, _, _ = build_cove(cove_dir, frozen, False)
+    nlp, examples, optimizer = build_cove(cove_dir, frozen, True)
+    exact = vectors(exact_nlp, "cove")
+    lowered = vectors(nlp, "cove")
+    assert_close_but_lowered([layers[1:] for layers in lowered], [layers[1:] for layers in exact])
+    np.testing.assert_array_equal(lowered[0][0], exact[0][0])  # GloVe is looked up, not computed
+    before = bilm_state(nlp, "cove")
+    losses = train_steps(nlp, examples, optimizer, 2)
+    assert np.isfinite(losses["tagger"]) and losses["tagger"] > 0
+    after = bilm_state(nlp, "cove")
+    lstm = [name for name in before if name.startswith("encoder.")]
+    changed = [name for name in lstm if not torch.equal(before[name], after[name])]
+    assert (not changed) if frozen else (len(changed) == len(lstm))
+    assert torch.equal(before["source_vectors"], after["source_vectors"])
