@@ -66,6 +66,11 @@ def spacy_worker_count() -> int | None:
     return None
 
 
+def core_share(processes: int) -> int:
+    """Threads for each of ``processes`` processes that share the cores this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)) // processes)
+
+
 def worker_share(workers: int | None) -> int | None:
     """Torch threads for each of ``workers`` processes sharing this process's threads (None: unknown)."""
     return None if workers is None else max(1, torch.get_num_threads() // workers)

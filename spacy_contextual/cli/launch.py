@@ -40,6 +40,8 @@ def launch_local(processes: int, entrypoint: Callable, *args) -> None:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    from ..threads import core_share
+
     config = LaunchConfig(
         min_nodes=1,
         max_nodes=1,
@@ -51,7 +53,7 @@ def launch_local(processes: int, entrypoint: Callable, *args) -> None:
         monitor_interval=0.2,
         start_method="spawn",
     )
-    threads = str(max(1, len(os.sched_getaffinity(0)) // processes))
+    threads = str(core_share(processes))
     with _environment("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", threads)), _quiet_launcher():
         try:
             elastic_launch(config, _worker)(entrypoint, *args)

@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from ..devices import rank_device
+from ..threads import core_share
 
 # Ranks that finish their share first wait at the last barrier for the others. Shares interleave,
 # so they end close together, but a resumed rank may have much more left than the rest.
@@ -52,7 +53,7 @@ class Ranks:
             _die_with_parent()
         if world_size > 1:
             if "OMP_NUM_THREADS" not in os.environ and ranks.device.type == "cpu":
-                torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // ranks.local_world_size))
+                torch.set_num_threads(core_share(ranks.local_world_size))
             if not dist.is_initialized():
                 backend = "nccl" if ranks.device.type == "cuda" else "gloo"
                 dist.init_process_group(backend=backend, timeout=BARRIER_TIMEOUT)
