@@ -6,9 +6,12 @@ random biLM with that training config's architecture: speed does not depend on t
 
 Rows: the tokenizer alone (``spacy.blank("en")``); the ``elmo`` component (all layers stored on the
 Doc); and, as the reference for the component's overhead, ``ElmoEmbedder.embed_sentences`` on the
-same token lists.
+same token lists. ``--n-process 1 2`` adds ``nlp.pipe(texts, n_process=N)`` rows for the ``elmo``
+and ``cove`` components (bundled CoVe): N worker processes with ``threads // N`` torch threads each
+(``spacy_contextual/threads.py``), the docs coming back to the parent included.
 
     python benchmarks/pipeline_speed.py --random-like configs/pretrain_elmo_default.json --lines 2000 --threads 1
+    python benchmarks/pipeline_speed.py --lines 2000 --threads 2 --n-process 1 2
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ def main() -> None:
     )
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--n-process", type=int, nargs="*", default=[], help="also time nlp.pipe(n_process=N)")
+    parser.add_argument("--batch-size", type=int, default=64, help="docs per nlp.pipe batch (what a worker gets)")
+    parser.add_argument("--repeat", type=int, default=1, help="time each n_process row this often, keep the best")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -46,7 +52,7 @@ def main() -> None:
 
     model = args.model
     if args.random_like is not None:
-        config = BiLMConfig.from_dict(json.loads(args.random_like.read_text())["model"])
+        config = BiLMConfig(**json.loads(args.random_like.read_text())["model"])
         model = str(save_bilm(BiLM(config), Path(tempfile.mkdtemp()) / "random_elmo"))
     with gzip.open(DATA, "rt", encoding="utf-8") as lines:
         texts = [line.strip() for _, line in zip(range(args.lines), lines, strict=False)]
@@ -65,11 +71,34 @@ def main() -> None:
     token_lists = [[t.text for t in doc if not t.is_space] for doc in docs]
     rows.append(("ElmoEmbedder.embed_sentences (reference)", timed(lambda: embedder.embed_sentences(token_lists))))
 
+    if args.n_process:
+        cove = spacy.blank("en")
+        cove.add_pipe("cove")
+        cove.initialize()
+        for kind, pipeline in (("elmo", nlp), ("cove", cove)):
+            rows += process_rows(kind, pipeline, texts, args.n_process, args.threads, args.batch_size, args.repeat)
+
     size = f"{embedder.bilm.config.n_layers}x{embedder.bilm.config.lstm_dim}_{embedder.bilm.config.projection_dim}"
     print(f"{len(texts)} docs, {words} words, biLM {size}, torch threads {args.threads}, {sys.platform}")
     print("| pipeline | seconds | words/s |\n|---|---:|---:|")
     for name, seconds in rows:
         print(f"| {name} | {seconds:.2f} | {words / seconds:,.0f} |")
+
+
+def process_rows(kind, nlp, texts, counts, threads, batch_size, repeat) -> list[tuple[str, float]]:
+    """``nlp.pipe(texts, n_process=N)`` timed for every N in ``counts`` (the best of ``repeat`` rounds,
+    the counts alternating within a round), after a warm-up in the parent."""
+    list(nlp.pipe(texts[:50]))  # also starts the parent's OpenMP threads, as a user's earlier call would
+    best = dict.fromkeys(counts, float("inf"))
+    for _ in range(repeat):
+        for n in counts:
+            seconds = timed(lambda n=n: list(nlp.pipe(texts, n_process=n, batch_size=batch_size)))
+            best[n] = min(best[n], seconds)
+    rows = []
+    for n in counts:
+        share = max(1, threads // n)
+        rows.append((f"{kind} component, n_process={n} ({share} thread{'s' if share > 1 else ''} each)", best[n]))
+    return rows
 
 
 def timed(run) -> float:

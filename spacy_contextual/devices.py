@@ -65,6 +65,30 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return torch.device("cuda", index)
 
 
+def rank_device(device: str | torch.device, local_rank: int, world_size: int) -> torch.device:
+    """The device of one process of a torchrun job: ``device`` resolved, where "cuda" (and "auto" on a
+    GPU machine) means the GPU of ``local_rank``; a fixed "cuda:N" is refused when there are several
+    processes, since all of them would share that GPU. The GPU becomes the process's current device."""
+    target = resolve_device(device)
+    if target.type != "cuda":
+        return target
+    if target.index is None:
+        count = torch.cuda.device_count()
+        if local_rank >= count:
+            raise DeviceError(
+                f"local rank {local_rank} needs GPU {local_rank}, but torch sees {count} GPU(s); "
+                "start at most one process per GPU"
+            )
+        target = torch.device("cuda", local_rank)
+    elif world_size > 1:
+        raise DeviceError(
+            f"device {device!r} would put every torchrun process on one GPU; give 'cuda' or 'auto' and each "
+            "process takes the GPU of its LOCAL_RANK"
+        )
+    torch.cuda.set_device(target)
+    return target
+
+
 def autocast(device: torch.device, dtype: torch.dtype | None) -> AbstractContextManager:
     """Autocast to ``dtype`` on ``device``'s type; no autocast when ``dtype`` is None."""
     if dtype is None:

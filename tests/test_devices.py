@@ -7,6 +7,7 @@ import torch
 from typer.testing import CliRunner
 from util import tiny_bilm, tiny_cove_dir
 
+from spacy_contextual.devices import DeviceError, rank_device
 from spacy_contextual.embedders.cove import CoveEmbedder
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.training.trainer import setup_runtime
@@ -109,8 +110,24 @@ def test_elmo_command_reads_the_device(tiny_model_dir, tmp_path):
     runner = CliRunner()
     command = ["elmo", str(text), str(tmp_path / "out.hdf5"), "--all", "--model", str(tiny_model_dir)]
     bad = runner.invoke(app, [*command, "--device", "gpu"])
-    assert bad.exit_code != 0 and isinstance(bad.exception, ValueError) and CHOICES in str(bad.exception)
+    assert bad.exit_code == 1 and CHOICES in bad.stderr and "Traceback" not in bad.output  # one line, no traceback
     good = runner.invoke(app, [*command, "--device", "auto"])
     assert good.exit_code == 0, good.output
     with h5py.File(tmp_path / "out.hdf5") as out:
         assert out["0"].shape == (3, 3, 32)
+
+
+def test_each_torchrun_process_gets_the_gpu_of_its_local_rank(monkeypatch):
+    """``rank_device`` (training and sharded embedding alike) on a stand-in machine with two GPUs."""
+    current = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", current.append)
+    assert rank_device("cuda", 1, 2) == torch.device("cuda", 1) and current == [torch.device("cuda", 1)]
+    assert rank_device("auto", 0, 2) == torch.device("cuda", 0)
+    assert rank_device("cuda:1", 0, 1) == torch.device("cuda", 1)  # one process may pick its GPU
+    assert rank_device("cpu", 1, 2) == torch.device("cpu")
+    with pytest.raises(DeviceError, match="local rank 2 needs GPU 2, but torch sees 2 GPU"):
+        rank_device("cuda", 2, 3)
+    with pytest.raises(DeviceError, match="every torchrun process on one GPU"):
+        rank_device("cuda:0", 1, 2)

@@ -18,7 +18,9 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..errors import quoted
 from ..layers.layer_mix import layer_weights
+from ..text_files import is_dir
 from .occurrences import InputError
 
 MIX_COLUMNS = ["component", "source", "encoder", "layer", "label", "s", "weight", "gamma"]
@@ -32,19 +34,20 @@ def load_pipeline(path: str | Path):
     import spacy
 
     path = Path(str(path).strip()).expanduser()
-    if not str(path) or not path.is_dir():
+    if not str(path) or not is_dir(path):
         raise InputError(
-            f"{path} is not a directory: give the directory of a trained spaCy pipeline (e.g. training/model-best)."
+            f"{quoted(path)} is not a directory: give the directory of a trained spaCy pipeline (e.g. "
+            "training/model-best)."
         )
     if not (path / "config.cfg").is_file() or not (path / "meta.json").is_file():
         raise InputError(
-            f"{path} is not a spaCy pipeline directory (it has no config.cfg and meta.json): give the output "
+            f"{quoted(path)} is not a spaCy pipeline directory (it has no config.cfg and meta.json): give the output "
             "of `spacy train` (model-best or model-last) or of nlp.to_disk()."
         )
     try:
         return spacy.load(path)
     except Exception as error:  # spaCy raises many kinds for a broken pipeline; all are shown to the user
-        raise InputError(f"spaCy could not load {path}: {type(error).__name__}: {error}") from None
+        raise InputError(f"spaCy could not load {quoted(path)}: {type(error).__name__}: {error}") from None
 
 
 def encoder_layer_label(kind: str, layer: int) -> str:

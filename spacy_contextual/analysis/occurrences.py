@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ContextualError
+from ..errors import ContextualError, quoted
+from ..text_files import is_file
 from .demo_corpus import DEMO_SENTENCES
 from .lemmas import matching_forms
 
@@ -76,8 +77,10 @@ def read_sense_jsonl(source: str | Path | bytes, max_records: int = MAX_RECORDS)
     """A sense-labelled JSONL (plain or gzip) from a path or the bytes of an uploaded file."""
     if isinstance(source, (str, Path)):
         path = Path(source)
-        if not path.is_file():
-            raise InputError(f"{path} is not a file: give the path of a sense-labelled .jsonl or .jsonl.gz file.")
+        if not is_file(path):
+            raise InputError(
+                f"{quoted(path)} is not a file: give the path of a sense-labelled .jsonl or .jsonl.gz file."
+            )
         data = path.read_bytes()
     else:
         data = source
@@ -130,7 +133,7 @@ def find_occurrences(
         raise InputError("Enter a word to explore.")
     spaced = [w for w in query if " " in w]
     if spaced:
-        raise InputError(f"'{spaced[0]}' has a space in it: the explorer looks at one token at a time.")
+        raise InputError(f"{quoted(spaced[0])} has a space in it: the explorer looks at one token at a time.")
     forms = set(query)
     if lemmas:
         forms = matching_forms(query, {token.lower() for record in records for token in record["tokens"]})
@@ -147,10 +150,10 @@ def find_occurrences(
             rows.append((index, position, tokens[position], sense if position == target else None, " ".join(tokens)))
     word = ", ".join(query)
     if not rows:
-        raise InputError(f"'{word}' does not occur in this corpus: check the spelling or choose another word.")
+        raise InputError(f"{quoted(word)} does not occur in this corpus: check the spelling or choose another word.")
     if len(rows) < MIN_OCCURRENCES:
         raise InputError(
-            f"'{word}' occurs only {len(rows)} time{'s' if len(rows) > 1 else ''}: the explorer needs at least "
+            f"{quoted(word)} occurs only {len(rows)} time{'s' if len(rows) > 1 else ''}: the explorer needs at least "
             f"{MIN_OCCURRENCES} occurrences to compare contexts. Add more text that uses it."
         )
     frame = pd.DataFrame(rows, columns=OCCURRENCE_COLUMNS)

@@ -20,14 +20,14 @@ Works with any encoder given as a callable ``embed(list of token lists) -> list 
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ..errors import ContextualError
+from ..text_files import InputFileError, read_jsonl
 from ..types import PathLike
 
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
@@ -41,26 +41,21 @@ def read_sense_file(path: PathLike) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"sense file not found: {path}")
-    opener = gzip.open if path.suffix == ".gz" else open
     instances = []
-    with opener(path, "rt", encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number} is not JSON ({err})") from None
-            missing = [k for k in ("word", "tokens", "target", "sense") if k not in item]
-            if missing:
-                raise ValueError(f"{path}:{number} lacks {missing}; each line needs word, tokens, target, sense")
-            if not isinstance(item["target"], int) or not 0 <= item["target"] < len(item["tokens"]):
-                raise ValueError(
-                    f"{path}:{number}: target {item['target']!r} is not an index into its {len(item['tokens'])} tokens"
-                )
-            instances.append(item)
+    for number, item in read_jsonl(path):
+        missing = [k for k in ("word", "tokens", "target", "sense") if k not in item]
+        if missing:
+            raise InputFileError(f"{path}:{number} lacks {missing}; each line needs word, tokens, target, sense")
+        if not isinstance(item["tokens"], list) or not all(isinstance(t, str) for t in item["tokens"]):
+            raise InputFileError(f"{path}:{number}: tokens must be a list of strings")
+        target = item["target"]
+        if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target < len(item["tokens"]):
+            raise InputFileError(
+                f"{path}:{number}: target {target!r} is not an index into its {len(item['tokens'])} tokens"
+            )
+        instances.append(item)
     if not instances:
-        raise ValueError(f"{path} holds no instances")
+        raise InputFileError(f"{path} holds no instances")
     return instances
 
 
@@ -123,7 +118,9 @@ def target_vectors(instances: Sequence[dict], embed: Embed, chunk_size: int = 25
         arrays = embed([list(item["tokens"]) for item in chunk])
         for item, layers in zip(chunk, arrays, strict=True):
             if layers.shape[1] != len(item["tokens"]):
-                raise ValueError(f"the encoder returned {layers.shape[1]} vectors for {len(item['tokens'])} tokens")
+                raise ContextualError(
+                    f"the encoder returned {layers.shape[1]} vectors for {len(item['tokens'])} tokens"
+                )
             out.append(np.asarray(layers[:, item["target"]], dtype=np.float32))
     return np.stack(out)
 
@@ -156,7 +153,7 @@ def centroid_predictions(
     and the majority share of the training folds (the mean over folds of the MFS's share there)."""
     n = len(senses)
     if n < folds:
-        raise ValueError(f"{n} instances cannot be split into {folds} folds")
+        raise ContextualError(f"{n} instances cannot be split into {folds} folds")
     labels = np.asarray(senses)
     fold = fold_ids(labels, folds, seed)
     mfs_predicted = np.empty(n, dtype=labels.dtype)

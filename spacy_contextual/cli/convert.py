@@ -12,14 +12,11 @@ is trained on it.
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
-import spacy
 import typer
-from spacy.tokens import DocBin
-from tqdm import tqdm
 
+from ..text_files import InputFileError, read_jsonl
 from ._app import app
 
 
@@ -31,6 +28,10 @@ def convert_sentiment(
     limit: int | None = typer.Option(None, help="at most this many records per split (for smoke tests)"),
 ) -> None:
     """Convert sentiment JSONL to .spacy files with exclusive text categories."""
+    import spacy
+    from spacy.tokens import DocBin
+    from tqdm import tqdm
+
     records = list(_read_jsonl(input_path))
     labels = sorted({record["label"] for record in records})
     if len(labels) < 2:
@@ -60,6 +61,10 @@ def convert_text(
 ) -> None:
     """Write a .spacy corpus as LM text for finetune-elmo: one line per sentence (per doc when the docs
     have no sentence boundaries), tokens separated by spaces, whitespace tokens left out."""
+    import spacy
+    from spacy.tokens import DocBin
+    from tqdm import tqdm
+
     if not input_path.is_file():
         raise typer.BadParameter(f"{input_path} is not a file; give a .spacy file written by DocBin (spacy convert)")
     docs = DocBin().from_disk(input_path).get_docs(spacy.blank(lang).vocab)
@@ -80,13 +85,8 @@ def convert_text(
 
 
 def _read_jsonl(path: Path):
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            missing = {"text", "label", "split"} - set(record)
-            if missing:
-                raise typer.BadParameter(f"{path}:{number}: record lacks {sorted(missing)}")
-            yield record
+    for number, record in read_jsonl(path):
+        missing = {"text", "label", "split"} - set(record)
+        if missing:
+            raise InputFileError(f"{path}:{number}: the record lacks {sorted(missing)}; each needs text, label, split")
+        yield record

@@ -52,6 +52,9 @@ def train_cove_command(
         ..., help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json"
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/last"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Delete an earlier run's checkpoint (OUTPUT/last) and train from the start"
+    ),
 ) -> None:
     """Train the CoVe English->German MT model; overrides as in spacy train: --training.max_epochs 3."""
     from confection import Config
@@ -61,7 +64,7 @@ def train_cove_command(
 
     overrides = parse_config_overrides(ctx.args)
     config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
-    state = train_mt(dict(config), output, resume=resume)
+    state = train_mt(dict(config), output, resume=resume, overwrite=overwrite)
     typer.echo(json.dumps(state["history"][-1] if state["history"] else {}, indent=1))
 
 
@@ -79,13 +82,17 @@ def translate_command(
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
     from ..embedders.cove import CoveEmbedder
+    from ..formats.atomic import atomic_file, check_can_write
+    from ..text_files import numbered_lines
 
+    if output is not None:
+        check_can_write(output)
     if str(input_file) == "-":
         lines = sys.stdin.read().splitlines()
-    elif not input_file.is_file():
-        raise typer.BadParameter(f"{input_file} does not exist")
+    elif not input_file.exists():
+        raise FileNotFoundError(f"{input_file} does not exist; give a text file, one English sentence a line")
     else:
-        lines = input_file.read_text(encoding="utf-8").splitlines()
+        lines = [line for _, line in numbered_lines(input_file)]
     translations = CoveEmbedder.load(model).translate(
         lines, beam=beam, alpha=alpha, max_length=max_length, replace_unk=replace_unk
     )
@@ -93,7 +100,8 @@ def translate_command(
     if output is None:
         typer.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        with atomic_file(output) as path:
+            path.write_text(text, encoding="utf-8")
 
 
 @app.command("bleu")

@@ -11,6 +11,7 @@ from ._app import app
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+OVERWRITE_HELP = "Delete an earlier run's checkpoint in the output directory and train from the start"
 
 
 def _print_perplexity(label: str, scores: dict) -> None:
@@ -27,13 +28,14 @@ def pretrain_command(
     ctx: typer.Context,
     config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Pretraining config (JSON)"),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ) -> None:
     """Train a biLM from scratch (under torchrun: DDP, one corpus shard per process)."""
     from ..training.config import PretrainConfig, parse_overrides
     from ..training.trainer import pretrain, process_rank
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
-    summary = pretrain(config, resume=resume, log=typer.echo)
+    summary = pretrain(config, resume=resume, log=typer.echo, overwrite=overwrite)
     if process_rank() == 0:
         typer.echo(json.dumps(summary, indent=2))
 
@@ -51,7 +53,8 @@ def finetune_command(
     heldout: Path | None = typer.Option(
         None, "--heldout", exists=True, dir_okay=False, help="Held-out text of the domain (default data.valid)"
     ),
-    resume: bool = typer.Option(False, "--resume"),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
     from ..formats.bundled import is_default, resolve_model_dir
@@ -60,7 +63,9 @@ def finetune_command(
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
     source = resolve_model_dir("elmo") if is_default(model) else Path(model)
-    result = finetune(source, config, options_file=options_file, heldout=heldout, resume=resume, log=typer.echo)
+    result = finetune(
+        source, config, options_file=options_file, heldout=heldout, resume=resume, log=typer.echo, overwrite=overwrite
+    )
     if result["before"]:
         _print_perplexity("held-out perplexity before", result["before"])
     if result["after"]:
@@ -94,11 +99,14 @@ def evaluate_command(
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
     outside the model's vocabulary counted as <UNK>."""
+    from ..formats.atomic import atomic_file, check_can_write
     from ..formats.bundled import is_default, resolve_model_dir
     from ..training.evaluate import load_language_model, perplexity
     from ..training.export import find_trained_model
     from ..training.finetune import has_softmax
 
+    if json_out:
+        check_can_write(json_out)
     source = resolve_model_dir("elmo") if is_default(model_dir) else find_trained_model(model_dir)
     if not has_softmax(source):
         raise typer.BadParameter(
@@ -109,7 +117,8 @@ def evaluate_command(
     scores = perplexity(lm, text, max_sentences)
     _print_perplexity(str(text), scores)
     if json_out:
-        json_out.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+        with atomic_file(json_out) as path:
+            path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
 
 
 @app.command("sense-probe")
@@ -127,16 +136,21 @@ def sense_probe_command(
     """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""
     from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
     from ..embedders import load_encoder
+    from ..formats.atomic import atomic_file, check_can_write
 
     if encoder not in ("elmo", "cove"):
         raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")
+    if json_out:
+        check_can_write(json_out)
+    instances = [read_sense_file(path) for path in files]  # bad input is found before the model loads
     embedder = load_encoder(encoder, model)
     results = []
-    for path in files:
+    for file_instances in instances:
         results += sense_probe(
-            read_sense_file(path), embedder.embed_sentences, folds, seed, max_per_word, embedder.layer_labels
+            file_instances, embedder.embed_sentences, folds, seed, max_per_word, embedder.layer_labels
         )
     typer.echo(format_table(results))
     if json_out:
-        json_out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        with atomic_file(json_out) as path:
+            path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         typer.echo(f"wrote {json_out}")

@@ -1,6 +1,8 @@
 """What the pages share: page setup, model defaults (bundled models, overridable by environment
 variables), cached model loading, the encoder picker, layer names, and the links between pages
-(a click on one chart read back before it is redrawn; one page opening another with a state)."""
+(a click on one chart read back before it is redrawn; one page opening another with a state), and the
+length caps of typed paths and words (messages quote at most 80 characters of what was typed:
+``errors.quoted``)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ import streamlit as st
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import MIX, occurrence_layers
 from ..embedders import Embedder, load_encoder
+from ..errors import quoted
 from ..formats.bundled import KINDS
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = KINDS
 MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
+MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
+MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
 
 
 class ModelUnavailable(RuntimeError):
@@ -38,9 +43,9 @@ def cached_encoder(kind: str, model: str) -> Embedder:
     ELMo and CoVe alike."""
     try:
         return load_encoder(kind, model.strip() or "default")
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError) as error:
         raise ModelUnavailable(
-            f"Could not load a {kind} model from {model[:80]!r}: {error}. Enter the path of a {kind} model "
+            f"Could not load a {kind} model from {quoted(model)}: {error}. Enter the path of a {kind} model "
             f"directory in the sidebar, or set {MODEL_ENV.get(kind, 'the model environment variable')}."
         ) from None
 
@@ -54,11 +59,21 @@ def cached_occurrence_layers(
     return occurrence_layers(cached_encoder(kind, model).embed_sentences, _records, _occurrences)
 
 
+def path_input(label: str, **kwargs) -> str:
+    """A text input for a path, at most ``MAX_PATH_CHARS`` long."""
+    return st.text_input(label, max_chars=MAX_PATH_CHARS, **kwargs)
+
+
+def word_input(label: str, **kwargs) -> str:
+    """A text input for a word (or a few comma-separated forms), at most ``MAX_WORD_CHARS`` long."""
+    return st.text_input(label, max_chars=MAX_WORD_CHARS, **kwargs)
+
+
 def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0) -> tuple[str, str]:
     """Sidebar widgets: the encoder kind and its model directory."""
     with st.sidebar:
         kind = st.radio(label, ENCODERS, index=kind_index, horizontal=True, key=f"{key}_encoder")
-        model = st.text_input(
+        model = path_input(
             f"{label}: model directory" if label != "Encoder" else "Model directory",
             value=default_model(kind),
             key=f"{key}_model_{kind}",

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ..analysis.lemmas import lemmatizer_note
 from ..analysis.occurrences import InputError, corpus_words, demo_corpus, read_sense_jsonl, suggest_words, text_corpus
-from .common import sense_data_dir
+from .common import path_input, sense_data_dir, word_input
 
 DEMO, PASTE, UPLOAD, JSONL = "Demo sentences", "Paste text", "Upload a file", "Sense-labelled JSONL"
 MAX_UPLOAD_BYTES = 50_000_000
@@ -63,7 +63,7 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
             folder = sense_data_dir()
             files = sorted(str(p) for p in folder.glob("*.jsonl*")) if folder else []
             choice = st.selectbox("File", [*files, "other path…"], key=f"{key}_jsonl_file")
-            payload = st.text_input("Path", key=f"{key}_jsonl_path") if choice == "other path…" else choice
+            payload = path_input("Path", key=f"{key}_jsonl_path") if choice == "other path…" else choice
             if not payload:
                 st.info("Give the path of a sense-labelled .jsonl or .jsonl.gz file.")
                 st.stop()
@@ -94,7 +94,7 @@ def word_picker(key: str, records: list[dict], digest: str, source: str) -> str:
         st.session_state[f"{key}_suggestion"] = None
 
     with st.sidebar:
-        word = st.text_input(
+        word = word_input(
             "Word (or several forms, comma-separated)", key=f"{key}_word", help="e.g. serve, served, serves"
         )
         if suggestions:

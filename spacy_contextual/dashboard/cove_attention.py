@@ -16,9 +16,10 @@ from ..analysis.attention import (
     standalone_html,
     training_domain,
 )
+from ..errors import ContextualError
 from ..formats.bundled import resolve_model_dir
 from ..models.text import UNK, detokenize, replace_unknown, tokenize
-from .common import ModelUnavailable, cached_encoder, default_model
+from .common import ModelUnavailable, cached_encoder, default_model, path_input
 
 KEY = "attention"
 MAX_SOURCE_CHARS = 400
@@ -60,7 +61,7 @@ def render() -> None:
         "h_t + b1)). Coverage Σ_t α shows how much attention each English word got over the whole translation."
     )
     with st.sidebar:
-        model = st.text_input(
+        model = path_input(
             "CoVe MT model directory",
             value=default_model("cove"),
             key=f"{KEY}_model",
@@ -90,7 +91,7 @@ def render() -> None:
         return
     try:
         result = cached_translation(model, sentence.strip(), beam, max_length=2 * n_tokens + 10)
-    except (ModelUnavailable, RuntimeError) as error:
+    except (ModelUnavailable, ContextualError) as error:
         st.error(str(error))
         return
     source, tokens, alpha = result["source"], result["tokens"], result["attention"]

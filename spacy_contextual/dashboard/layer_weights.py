@@ -12,6 +12,7 @@ import streamlit as st
 
 from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
+from .common import MAX_PATH_CHARS
 from .settings import PIPELINE_ENV
 
 KEY = "weights"
@@ -40,6 +41,7 @@ def render() -> None:
     text = st.text_area(
         "Trained pipeline directories (one a line)", value=os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n"),
         key=f"{KEY}_paths", placeholder="e.g. training/elmo_tagger/model-best", height=90,
+        max_chars=MAX_PIPELINES * (MAX_PATH_CHARS + 1),
     )  # fmt: skip
     paths = [line.strip() for line in text.splitlines() if line.strip()]
     if not paths:

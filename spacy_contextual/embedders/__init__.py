@@ -8,6 +8,7 @@ out, ELMo and CoVe alike (``embedder.Embedder``).
 
 from __future__ import annotations
 
+from ..errors import ContextualError
 from ..formats.bundled import KINDS
 from ..types import PathLike
 from .cove import CoveEmbedder
@@ -20,7 +21,7 @@ EMBEDDERS = {"elmo": ElmoEmbedder, "cove": CoveEmbedder}
 def load_encoder(kind: str, name_or_path: PathLike | None = None, **kwargs) -> Embedder:
     """The ELMo or CoVe embedder for a model directory; None or "default" = the bundled model."""
     if kind not in EMBEDDERS:
-        raise ValueError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
+        raise ContextualError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
     return EMBEDDERS[kind].load(name_or_path, **kwargs)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import ContextualError
+
 BOUNDARY_POSITIONS = 2  # <S> and </S>, which ELMo adds; the budget counts them for CoVe too
 
 
@@ -22,9 +24,9 @@ def plan_batches(
 ) -> list[list[int]]:
     """Indices into ``lengths``, grouped into batches."""
     if max_batch_tokens is not None and max_batch_tokens < 1:
-        raise ValueError(f"max_batch_tokens must be at least 1, got {max_batch_tokens}")
+        raise ContextualError(f"max_batch_tokens must be at least 1, got {max_batch_tokens}")
     if max_rows is not None and max_rows < 1:
-        raise ValueError(f"the batch size must be at least 1, got {max_rows}")
+        raise ContextualError(f"the batch size must be at least 1, got {max_rows}")
     order = list(range(len(lengths))) if keep_order else sorted(range(len(lengths)), key=lambda i: lengths[i])
     batches: list[list[int]] = []
     batch: list[int] = []

@@ -11,6 +11,7 @@ torch.float16) runs the encoder and the translator under autocast; the arrays st
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -18,8 +19,9 @@ import numpy as np
 import torch
 
 from ..devices import autocast, resolve_device
+from ..errors import ContextualError
 from ..formats.bundled import resolve_model_dir
-from ..formats.cove_dir import MT_KIND, load_cove_layers, load_translator, model_kind
+from ..formats.cove_dir import MT_KIND, load_cove_layers, load_translator, longest_training_sentence, model_kind
 from ..formats.cove_pth import load_published_cove
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translation, Translator
@@ -45,10 +47,12 @@ class CoveEmbedder(Embedder):
         device: str | torch.device = "cpu",
         max_batch_tokens: int = 4096,
         autocast_dtype: torch.dtype | None = None,
+        longest_training_sentence: int | None = None,
     ):
         super().__init__(max_batch_tokens)
         self.device = resolve_device(device)
         self.autocast_dtype = autocast_dtype
+        self.longest_training_sentence = longest_training_sentence  # in tokens; None: not recorded
         self.layers = layers.to(self.device).eval()
         self.translator = None if translator is None else translator.to(self.device).eval()
         self.target_vocab = None if target_vocab is None else Vocab(target_vocab)
@@ -66,6 +70,7 @@ class CoveEmbedder(Embedder):
         if model_kind(path) == MT_KIND:
             translator, source_vocab, target_vocab = load_translator(path)
             layers = CoveLayers(translator.encoder, translator.source_vectors, source_vocab)
+            kwargs.setdefault("longest_training_sentence", longest_training_sentence(path))
             return cls(layers, translator, target_vocab, **kwargs)
         return cls(load_cove_layers(path), **kwargs)
 
@@ -112,11 +117,12 @@ class CoveEmbedder(Embedder):
         beam = 1 is greedy (batched); beam > 1 runs beam search sentence by sentence. ``replace_unk``
         writes the most-attended source token in place of each generated <unk>."""
         if self.translator is None or self.target_vocab is None:
-            raise RuntimeError(
+            raise ContextualError(
                 "this CoVe model is an encoder only; translation needs a 'cove-mt' model directory "
                 "(the bundled default is one)"
             )
         sources = [tokenize(s) if isinstance(s, str) else [t.lower() for t in s] for s in sentences]
+        self._warn_if_longer_than_trained(sources)
         with autocast(self.device, self.autocast_dtype):
             results = translate_ids(
                 self.translator, [self.vocab.encode(s) for s in sources], beam, alpha, max_length, batch_size
@@ -133,6 +139,19 @@ class CoveEmbedder(Embedder):
             out.append(Translated(tokens, attention, source, detokenize(tokens)))
         return out
 
+    def _warn_if_longer_than_trained(self, sources: Sequence[Sequence[str]]) -> None:
+        longest = self.longest_training_sentence
+        too_long = [i for i, source in enumerate(sources) if longest is not None and len(source) > longest]
+        if too_long:
+            first = too_long[0]
+            more = f" (and {len(too_long) - 1:,} more)" if len(too_long) > 1 else ""
+            warnings.warn(
+                f"sentence {first + 1}{more} has {len(sources[first]):,} tokens, more than the longest sentence "
+                f"the model was trained on ({longest} tokens): its translation is likely cut short or wrong; "
+                "split long lines into sentences",
+                stacklevel=3,
+            )
+
 
 def translate_ids(
     model: Translator,
@@ -147,7 +166,7 @@ def translate_ids(
     Batched by length (``batching.plan_batches``); beam = 1 decodes greedily in batches, beam > 1
     one sentence at a time."""
     if beam < 1:
-        raise ValueError(f"beam must be >= 1, got {beam}")
+        raise ContextualError(f"beam must be >= 1, got {beam}")
     model.eval()
     device = model.source_vectors.device
     out: list[Translation | None] = [None] * len(sources)

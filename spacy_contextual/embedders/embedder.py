@@ -10,7 +10,7 @@ order. A subclass says how to run one batch (``embed_batch``) and names its laye
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 
 import numpy as np
@@ -55,10 +55,15 @@ class Embedder:
         return self.embed_batch([sentence])[0]
 
     def iter_embed(
-        self, sentences: Iterable[Sequence[str]], batch_size: int = 64, chunk_batches: int = 32
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int = 64,
+        chunk_batches: int = 32,
+        on_batch: Callable[[int, int], None] | None = None,
     ) -> Iterator[np.ndarray]:
         """Stream over any iterable: reads ``batch_size * chunk_batches`` sentences at a time (one
-        batch at a time when ``keep_order``), batches that chunk, and yields the results in input order."""
+        batch at a time when ``keep_order``), batches that chunk, and yields the results in input order.
+        ``on_batch(sentences, tokens)`` is called after each batch (for progress bars)."""
         iterator = iter(sentences)
         chunk_size = batch_size if self.keep_order else batch_size * chunk_batches
         while True:
@@ -70,6 +75,8 @@ class Embedder:
             budget = None if self.keep_order else self.max_batch_tokens
             for indices in plan_batches(lengths, budget, batch_size, keep_order=self.keep_order):
                 arrays = self.embed_batch([chunk[i] for i in indices])
+                if on_batch is not None:
+                    on_batch(len(indices), sum(lengths[i] for i in indices))
                 for index, array in zip(indices, arrays, strict=True):
                     results[index] = array
             yield from results  # type: ignore[misc]

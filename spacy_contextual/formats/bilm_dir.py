@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..models.bilm import BiLM, BiLMConfig
-from .model_dir import PathLike, load_tensors, load_vocab, read_model_config, save_model_dir
+from .model_dir import PathLike, load_matching_state, load_tensors, load_vocab, read_model_config, save_model_dir
 
 KIND = "elmo-bilm"
 SOFTMAX_PREFIX = "softmax."
@@ -39,11 +39,7 @@ def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
     bilm = BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful)
     tensors = load_tensors(path)
     state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
-    missing, unexpected = bilm.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ValueError(
-            f"{path}: weights do not match config.json (missing {missing[:5]}, unexpected {unexpected[:5]})"
-        )
+    load_matching_state(bilm, state, str(path))
     return bilm
 
 

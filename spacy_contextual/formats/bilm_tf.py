@@ -66,6 +66,11 @@ def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path) 
             f"dataset {name!r} of {path} has shape {array.shape} but the options imply {shape}; "
             "check that options.json belongs to this weight file"
         )
+    if not np.isfinite(array).all():
+        raise WeightFileError(
+            f"dataset {name!r} of {path} holds {int((~np.isfinite(array)).sum()):,} NaN or infinite values of "
+            f"{array.size:,}; these weights are unusable (a diverged training run or a damaged file)"
+        )
     return array
 
 

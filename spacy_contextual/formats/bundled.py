@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ContextualError, quoted
+from ..text_files import is_dir
 from ..types import PathLike
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -22,7 +24,7 @@ def is_default(name_or_path: PathLike | None) -> bool:
 
 def bundled_model_dir(kind: str) -> Path:
     if kind not in KINDS:
-        raise ValueError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
+        raise ContextualError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
     return ASSETS / kind
 
 
@@ -30,9 +32,9 @@ def resolve_model_dir(kind: str, name_or_path: PathLike | None = None) -> Path:
     """The model directory ``name_or_path`` stands for; a missing one is refused with what to pass."""
     if not is_default(name_or_path):
         path = Path(str(name_or_path).strip()).expanduser()
-        if not _is_dir(path):
+        if not is_dir(path):
             raise FileNotFoundError(
-                f"{_shown(path)} is not a directory: give the path of a {kind} model directory (config.json + "
+                f"{quoted(path)} is not a directory: give the path of a {kind} model directory (config.json + "
                 "model.safetensors), or 'default' for the bundled model"
             )
         return path
@@ -43,16 +45,3 @@ def resolve_model_dir(kind: str, name_or_path: PathLike | None = None) -> Path:
             f"spacy-contextual or give the path of a {kind} model directory"
         )
     return path
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:  # e.g. a name too long for the file system: not a directory either
-        return False
-
-
-def _shown(path: Path, limit: int = 80) -> str:
-    """A path as quoted in a message: at most ``limit`` characters of what was typed."""
-    text = str(path)
-    return repr(text) if len(text) <= limit else repr(text[: limit - 1] + "…")

@@ -16,26 +16,34 @@ always gives float32 modules.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
+from ..errors import ContextualError, ModelDirError
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from ..models.seq2seq import Seq2SeqConfig, Translator
 from ..types import PathLike
-from .model_dir import CONFIG_NAME, load_tensors, load_vocab, read_model_config, save_model_dir
+from .model_config import PRECISIONS, integer
+from .model_dir import (
+    TARGET_VOCAB_NAME,
+    check_state,
+    load_matching_state,
+    load_tensors,
+    load_vocab,
+    read_config_file,
+    read_model_config,
+    save_model_dir,
+)
 
 MT_KIND, ENCODER_KIND = "cove-mt", "cove-encoder"
-TARGET_VOCAB_NAME = "target_vocab.txt"
-PRECISIONS = ("float32", "float16", "int8")
 SCALE_SUFFIX = ".int8_scale"
 
 
 def _stored(tensors: dict[str, torch.Tensor], precision: str) -> dict[str, torch.Tensor]:
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        raise ContextualError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision != "int8":
         return {k: v.to(getattr(torch, precision)) if v.is_floating_point() else v for k, v in tensors.items()}
     out = {}
@@ -68,9 +76,9 @@ def save_translator(
 ) -> Path:
     tensors = {k: v for k, v in model.state_dict().items() if k not in _tied_keys(model.config)}
     config = {"model": model.config.to_dict(), "precision": precision, "info": info or {}}
-    out = save_model_dir(path, MT_KIND, config, _stored(tensors, precision), source_vocab)
-    (out / TARGET_VOCAB_NAME).write_text("\n".join(target_vocab) + "\n", encoding="utf-8")
-    return out
+    return save_model_dir(
+        path, MT_KIND, config, _stored(tensors, precision), source_vocab, text_files={TARGET_VOCAB_NAME: target_vocab}
+    )
 
 
 def _tied_keys(config: Seq2SeqConfig) -> set[str]:
@@ -80,19 +88,24 @@ def _tied_keys(config: Seq2SeqConfig) -> set[str]:
 
 def load_translator(path: PathLike) -> tuple[Translator, list[str], list[str]]:
     """(model in eval mode, source vocabulary, target vocabulary) from a "cove-mt" directory."""
-    config = Seq2SeqConfig.from_dict(read_model_config(path, MT_KIND)["model"])
+    source = Path(path) / "config.json"
+    try:
+        config = Seq2SeqConfig.from_dict(read_model_config(path, MT_KIND)["model"])
+    except ValueError as error:
+        raise ModelDirError(f"{source}: {error}") from None
     model = Translator(config)
-    missing, unexpected = model.load_state_dict(_load_weights(path), strict=False)
-    if set(missing) != _tied_keys(config) or unexpected:
-        raise ValueError(
-            f"{path}: weights do not match the config: missing {sorted(set(missing) - _tied_keys(config))}, "
-            f"unexpected {unexpected}"
-        )
-    target_path = Path(path) / TARGET_VOCAB_NAME
-    if not target_path.is_file():
-        raise FileNotFoundError(f"{target_path} is missing: a cove-mt directory needs its German vocabulary")
-    target_vocab = target_path.read_text(encoding="utf-8").rstrip("\n").split("\n")
-    return model.eval(), load_vocab(path), target_vocab
+    load_matching_state(model, _load_weights(path), str(path), not_stored=frozenset(_tied_keys(config)))
+    vocab, target_vocab = load_vocab(path), load_vocab(path, TARGET_VOCAB_NAME)
+    _check_vocab_size(vocab, config.source_vocab_size, Path(path) / "vocab.txt", "English source")
+    _check_vocab_size(target_vocab, config.target_vocab_size, Path(path) / TARGET_VOCAB_NAME, "German")
+    return model.eval(), vocab, target_vocab
+
+
+def _check_vocab_size(words: list[str] | None, size: int, path: Path, what: str) -> None:
+    if words is None:
+        raise ModelDirError(f"{path} is missing: a cove-mt directory needs its {what} vocabulary")
+    if len(words) != size:
+        raise ModelDirError(f"{path} has {len(words)} words but config.json says {size}; copy the directory again")
 
 
 def export_encoder(mt_path: PathLike, out_path: PathLike, precision: str = "float16") -> Path:
@@ -105,7 +118,7 @@ def save_encoder(
     encoder: MTLSTM, source_vectors: torch.Tensor, vocab: list[str], path: PathLike, precision: str = "float32"
 ) -> Path:
     if len(vocab) != source_vectors.shape[0]:
-        raise ValueError(f"{len(vocab)} vocabulary words but {source_vectors.shape[0]} vector rows")
+        raise ContextualError(f"{len(vocab)} vocabulary words but {source_vectors.shape[0]} vector rows")
     tensors = {f"encoder.{k}": v for k, v in encoder.published_state_dict().items()}
     tensors["source_vectors"] = source_vectors
     config = {
@@ -117,11 +130,19 @@ def save_encoder(
     return save_model_dir(path, ENCODER_KIND, config, _stored(tensors, precision), vocab)
 
 
+def longest_training_sentence(path: PathLike) -> int | None:
+    """The token count of the longest English sentence the MT model was trained on (``info``), if recorded."""
+    longest = read_model_config(path, MT_KIND)["info"].get("longest_training_sentence")
+    rule = integer(1)
+    if longest is not None and not rule.test(longest):
+        source = Path(path) / "config.json"
+        raise ModelDirError(f"{source}: info.longest_training_sentence is {longest!r}; expected {rule.expects}")
+    return longest
+
+
 def model_kind(path: PathLike) -> str:
-    config_path = Path(path) / CONFIG_NAME
-    if not config_path.is_file():
-        raise FileNotFoundError(f"{path} is not a CoVe model directory (no {CONFIG_NAME})")
-    return json.loads(config_path.read_text(encoding="utf-8")).get("kind", "")
+    config = read_config_file(path)
+    return config.get("kind", "") if isinstance(config, dict) else ""
 
 
 def load_cove_layers(path: PathLike) -> CoveLayers:
@@ -131,6 +152,11 @@ def load_cove_layers(path: PathLike) -> CoveLayers:
         return CoveLayers(model.encoder, model.source_vectors, vocab).eval()
     config = read_model_config(path, ENCODER_KIND)
     tensors = _load_weights(path)
+    vocab = load_vocab(path)
+    if vocab is None:
+        raise ModelDirError(f"{Path(path) / 'vocab.txt'} is missing: a cove-encoder directory needs its vocabulary")
     encoder = MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"])
+    expected = {f"encoder.{k}": tuple(v.shape) for k, v in encoder.published_state_dict().items()}
+    check_state(expected | {"source_vectors": (len(vocab), config["input_dim"])}, tensors, str(path))
     encoder.load_published_state_dict({k[len("encoder.") :]: v for k, v in tensors.items() if k.startswith("encoder.")})
-    return CoveLayers(encoder, tensors["source_vectors"], load_vocab(path)).eval()
+    return CoveLayers(encoder, tensors["source_vectors"], vocab).eval()

@@ -64,6 +64,11 @@ def validate_cove_state_dict(state: object, source: str = "state dict") -> dict[
                 f"{source}: {key} has shape {tuple(value.shape)}, expected {shape} (nn.LSTM(300, 300, num_layers=2, "
                 "bidirectional=True))"
             )
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise CovePthError(
+                f"{source}: {key} holds NaN or infinite values; these weights are unusable (a diverged training run "
+                "or a damaged file)"
+            )
     return state  # type: ignore[return-value]
 
 
@@ -91,7 +96,9 @@ def load_published_cove(pth_path: PathLike, glove_path: PathLike, vocab: Sequenc
     wanted = None if vocab is None else [w.lower() for w in vocab]
     static = load_vectors(glove_path, vocab=wanted, lowercase_lookup=True)
     if static.dim != encoder.input_dim:
-        raise ValueError(f"{glove_path} has {static.dim}-d vectors; the CoVe encoder needs {encoder.input_dim}-d GloVe")
+        raise ContextualError(
+            f"{glove_path} has {static.dim}-d vectors; the CoVe encoder needs {encoder.input_dim}-d GloVe"
+        )
     words = [w for w in static.words if w not in SPECIALS]
     rows = torch.from_numpy(static.vectors[[static.index()[w] for w in words]])
     table = torch.cat([torch.zeros(len(SPECIALS), static.dim), rows])

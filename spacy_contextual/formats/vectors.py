@@ -100,6 +100,12 @@ def load_vectors(path: PathLike, vocab: Iterable[str] | None = None, lowercase_l
             vectors[len(words)] = values
             words.append(key)
             seen.add(key)
+    finite = np.isfinite(vectors[: len(words)]).all(axis=1)
+    if not finite.all():
+        raise VectorFileError(
+            f"{path}: the vector of {words[int(np.argmin(finite))]!r} (and {int((~finite).sum()) - 1:,} more) holds "
+            "NaN or infinite values; the file is damaged"
+        )
     return StaticVectors(words, vectors[: len(words)])
 
 

@@ -14,6 +14,7 @@ paper does.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import spacy
@@ -78,11 +79,15 @@ def cove_encoder_v1(
 @spacy.registry.misc("spacy-contextual.CoveModelDir.v1")
 def cove_model_dir_loader(path: str | None = None) -> Callable[[], CoveLayers]:
     """A "cove-encoder" or "cove-mt" directory; null or "default" = the bundled model."""
-    return lambda: load_cove_layers(resolve_model_dir("cove", path))
+    return partial(load_cove_model_dir, path)
+
+
+def load_cove_model_dir(path: str | None) -> CoveLayers:
+    return load_cove_layers(resolve_model_dir("cove", path))
 
 
 @spacy.registry.misc("spacy-contextual.CovePth.v1")
 def cove_pth_loader(pth_path: str, glove_path: str) -> Callable[[], CoveLayers]:
     """The published salesforce ``wmtlstm-*.pth`` over the user's GloVe text file (all its rows are
     stored in the pipeline: GloVe 840B makes it ~2.6 GB)."""
-    return lambda: load_published_cove(pth_path, glove_path)
+    return partial(load_published_cove, pth_path, glove_path)

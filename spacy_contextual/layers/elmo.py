@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import spacy
@@ -24,6 +25,7 @@ import torch
 from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
+from ..formats.model_config import BILM, validate_section
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.token_cache import TokenVectorCache
 from .encoder import ContextualEncoder
@@ -83,7 +85,7 @@ class BiLMShim(EncoderShim):
         return {"bilm": self.module.config.to_dict()}
 
     def build_module(self, config: dict[str, Any]) -> BiLM:
-        return BiLM(BiLMConfig.from_dict(config["bilm"]))
+        return BiLM(BiLMConfig.from_dict(validate_section(config["bilm"], BILM, "the stored ELMo config", "bilm.")))
 
     @property
     def layer_names(self) -> list[str]:
@@ -121,10 +123,14 @@ def elmo_encoder_v1(
 @spacy.registry.misc("spacy-contextual.ElmoModelDir.v1")
 def elmo_model_dir_loader(path: str | None = None) -> Callable[[], BiLM]:
     """Our model directory (``config.json`` + ``model.safetensors``); null or "default" = the bundled model."""
-    return lambda: load_bilm(resolve_model_dir("elmo", path))
+    return partial(load_elmo_model_dir, path)
+
+
+def load_elmo_model_dir(path: str | None) -> BiLM:
+    return load_bilm(resolve_model_dir("elmo", path))
 
 
 @spacy.registry.misc("spacy-contextual.ElmoBilmTF.v1")
 def elmo_bilm_tf_loader(options_file: str, weight_file: str) -> Callable[[], BiLM]:
     """The published bilm-tf / AllenNLP files: ``options.json`` and the HDF5 weights."""
-    return lambda: load_bilm_tf(options_file, weight_file)
+    return partial(load_bilm_tf, options_file, weight_file)

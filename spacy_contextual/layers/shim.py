@@ -30,6 +30,8 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
+from ..formats.model_dir import check_finite, load_matching_state
+from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
 
 Backprop = Callable[[torch.Tensor], None]
@@ -168,9 +170,22 @@ class EncoderShim(PyTorchShim):
             self._model = None
             return self
         module = self.build_module(msg["config"])
-        module.load_state_dict(load_safetensors(msg["state"]))
+        state = load_safetensors(msg["state"])
+        source = f"the {self.description} stored in the pipeline"
+        check_finite(state, source)
+        load_matching_state(module, state, source)
         self.load(module)
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for a spawned ``nlp.pipe(n_process=N)`` worker: with the worker's share of the torch threads."""
+        return {**self.__dict__, "_worker_threads": worker_share(spacy_worker_count())}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        threads = state.pop("_worker_threads", None)
+        self.__dict__.update(state)
+        if threads is not None:  # a worker process: set before the encoder first runs
+            torch.set_num_threads(threads)
 
     def use_params(self, params):  # the empty (not yet loaded) shim has nothing to swap
         if self._model is None:

@@ -115,9 +115,11 @@ class BiLMConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BiLMConfig:
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown biLM config keys {sorted(unknown)}")
+        """The inverse of ``to_dict``: every key required (no defaults), no other key."""
+        known = set(cls.__dataclass_fields__)
+        unknown, missing = set(data) - known, known - set(data)
+        if unknown or missing:
+            raise ValueError(f"biLM config: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
         return cls(**data)
 
 

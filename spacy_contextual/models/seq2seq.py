@@ -63,8 +63,14 @@ class Seq2SeqConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Seq2SeqConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        """The inverse of ``to_dict``: every key required (no defaults), no other key."""
+        known = {f.name for f in fields(cls)}
+        unknown, missing = set(data) - known, known - set(data)
+        if unknown or missing:
+            raise ValueError(
+                f"translation model config: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}"
+            )
+        return cls(**data)
 
     @property
     def attentional_dim(self) -> int:

@@ -71,11 +71,16 @@ class ContextualPipe(TrainablePipe):
             "vector_layer": vector_layer,
         }
         # nlp.replace_listeners: the copied encoder and the private variant's config are frozen as this component is
-        self.model.attrs["replace_listener"] = lambda encoder: replace_listener(encoder, frozen=self.frozen)
-        self.model.attrs["replace_listener_cfg"] = lambda encoder_cfg, listener_cfg: replace_listener_cfg(
-            encoder_cfg, listener_cfg, frozen=self.frozen
-        )
+        # (bound methods, not lambdas: spawned nlp.pipe workers receive the component pickled)
+        self.model.attrs["replace_listener"] = self._replace_listener
+        self.model.attrs["replace_listener_cfg"] = self._replace_listener_cfg
         install_extensions()
+
+    def _replace_listener(self, encoder: DocsToLayers) -> Model:
+        return replace_listener(encoder, frozen=self.frozen)
+
+    def _replace_listener_cfg(self, encoder_cfg: dict, listener_cfg: dict) -> dict:
+        return replace_listener_cfg(encoder_cfg, listener_cfg, frozen=self.frozen)
 
     @property
     def extension(self) -> str:

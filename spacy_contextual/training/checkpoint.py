@@ -6,8 +6,10 @@
                             on CUDA, ``cuda_rng.<rank>`` (the GPU's)
     trainer_state.json  step, stream positions, history, the optimizer's non-tensor state
 
-It is written to ``<dir>.tmp`` and then renamed over ``<dir>``, so a run killed while writing
-leaves the previous checkpoint intact.
+It is written whole through ``<dir>.tmp``, fsynced, and put in place of ``<dir>`` in one step
+(``formats/atomic.py``), so a run killed while writing leaves the previous checkpoint intact. A new
+run refuses to start over an earlier run's checkpoint (``prepare_checkpoint_dir``) unless told to
+``--resume`` it or to ``--overwrite`` it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..errors import ContextualError
+from ..formats.atomic import atomic_directory, sibling
 from ..types import PathLike
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
@@ -61,27 +65,42 @@ def save_checkpoint(
 ) -> Path:
     """``random_states``: per generator ("rng", "cuda_rng"), its state on every rank."""
     directory = Path(directory)
-    tmp = directory.with_name(directory.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    lm.save(tmp / "model", info={"step": trainer_state["step"]})
-    tensors, meta = optimizer_to_flat(optimizer)
-    tensors.update(
-        {
-            f"{generator}.{rank}": state
-            for generator, states in random_states.items()
-            for rank, state in enumerate(states)
-        }
-    )
-    save_file(tensors, str(tmp / OPTIMIZER_NAME))
-    (tmp / STATE_NAME).write_text(json.dumps({**trainer_state, "optimizer": meta}, indent=1) + "\n", encoding="utf-8")
-    old = directory.with_name(directory.name + ".old")
-    if directory.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        directory.rename(old)
-    tmp.rename(directory)
-    shutil.rmtree(old, ignore_errors=True)
+    with atomic_directory(directory, may_replace=is_checkpoint) as tmp:
+        lm.save(tmp / "model", info={"step": trainer_state["step"]})
+        tensors, meta = optimizer_to_flat(optimizer)
+        tensors.update(
+            {
+                f"{generator}.{rank}": state
+                for generator, states in random_states.items()
+                for rank, state in enumerate(states)
+            }
+        )
+        save_file(tensors, str(tmp / OPTIMIZER_NAME))
+        state = json.dumps({**trainer_state, "optimizer": meta}, indent=1)
+        (tmp / STATE_NAME).write_text(state + "\n", encoding="utf-8")
     return directory
+
+
+def is_checkpoint(path: Path) -> bool:
+    return (path / STATE_NAME).is_file()
+
+
+def prepare_checkpoint_dir(directory: PathLike, resume: bool, overwrite: bool) -> None:
+    """The start of a run: an earlier run's checkpoint at ``directory`` (or the ``.old`` / ``.tmp`` an
+    interrupted write leaves) is continued with ``resume``, deleted with ``overwrite``, else refused."""
+    directory = Path(directory)
+    if resume and overwrite:
+        raise ContextualError("--resume continues the earlier run and --overwrite deletes it: give one of them")
+    found = [path for path in (directory, sibling(directory, ".old"), sibling(directory, ".tmp")) if path.exists()]
+    if resume or not found:
+        return
+    if not overwrite:
+        raise FileExistsError(
+            f"{found[0]} holds a checkpoint of an earlier run: pass --resume to continue that run, or --overwrite "
+            "to delete it and train from the start (or choose another output directory)"
+        )
+    for path in found:
+        shutil.rmtree(path)
 
 
 def find_checkpoint(directory: PathLike) -> Path:
@@ -90,7 +109,9 @@ def find_checkpoint(directory: PathLike) -> Path:
     for candidate in (directory, directory.with_name(directory.name + ".old")):
         if (candidate / STATE_NAME).is_file():
             return candidate
-    raise FileNotFoundError(f"no checkpoint in {directory}; run without --resume to start training")
+    raise FileNotFoundError(
+        f"no complete checkpoint in {directory} to resume; start the run again with --overwrite (without --resume)"
+    )
 
 
 def load_checkpoint(

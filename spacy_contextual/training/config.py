@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..errors import ContextualError
 from ..models.bilm import BiLMConfig
 from ..types import PathLike
 from .lm import SoftmaxConfig
@@ -68,14 +69,14 @@ class PretrainConfig:
     def from_dict(cls, data: dict[str, Any]) -> PretrainConfig:
         unknown = set(data) - set(SECTIONS)
         if unknown:
-            raise ValueError(f"unknown config sections {sorted(unknown)}; expected {list(SECTIONS)}")
+            raise ContextualError(f"unknown config sections {sorted(unknown)}; expected {list(SECTIONS)}")
         sections = {}
         for name, kind in SECTIONS.items():
             values = data.get(name, {})
             known = {f.name for f in fields(kind)}
             bad = set(values) - known
             if bad:
-                raise ValueError(f"unknown keys in [{name}]: {sorted(bad)}; known: {sorted(known)}")
+                raise ContextualError(f"unknown keys in [{name}]: {sorted(bad)}; known: {sorted(known)}")
             sections[name] = kind(**values)
         return cls(**sections)
 
@@ -87,7 +88,7 @@ class PretrainConfig:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
-            raise ValueError(f"{path} is not valid JSON: {err}") from None
+            raise ContextualError(f"{path} is not valid JSON: {err}") from None
         return cls.from_dict(apply_overrides(data, overrides))
 
     def save(self, path: PathLike) -> None:
@@ -106,11 +107,11 @@ def parse_overrides(args: Sequence[str]) -> list[str]:
                 out.append(f"{arg[2:]}={args[i + 1]}")
                 i += 1
             else:
-                raise ValueError(f"override {arg} has no value; write {arg} VALUE or {arg[2:]}=VALUE")
+                raise ContextualError(f"override {arg} has no value; write {arg} VALUE or {arg[2:]}=VALUE")
         elif "=" in arg:
             out.append(arg)
         else:
-            raise ValueError(f"cannot read the override {arg!r}; write section.key=value, e.g. training.lr=0.1")
+            raise ContextualError(f"cannot read the override {arg!r}; write section.key=value, e.g. training.lr=0.1")
         i += 1
     return out
 
@@ -121,11 +122,11 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
         key, _, raw = override.partition("=")
         section, _, name = key.partition(".")
         if section not in SECTIONS or not name:
-            raise ValueError(
+            raise ContextualError(
                 f"override {override!r}: the key must be section.name with section one of {list(SECTIONS)}"
             )
         if name not in {f.name for f in fields(SECTIONS[section])}:
-            raise ValueError(f"override {override!r}: [{section}] has no key {name!r}")
+            raise ContextualError(f"override {override!r}: [{section}] has no key {name!r}")
         try:
             value = json.loads(raw)
         except json.JSONDecodeError:

@@ -16,38 +16,31 @@ For DDP, rank r of w reads lines r, r+w, r+2w, ... of every file (its own shard)
 
 from __future__ import annotations
 
-import gzip
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from ..errors import ContextualError
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
+from ..text_files import numbered_lines
 from ..types import PathLike
-
-
-def open_text(path: PathLike):
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file not found: {path}")
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
 
 
 def iter_sentences(path: PathLike, rank: int = 0, world_size: int = 1) -> Iterator[list[str]]:
     """Tokenised sentences of one file, skipping blank lines; rank ``rank`` of ``world_size`` gets
     every ``world_size``-th non-blank line."""
-    with open_text(path) as lines:
-        index = 0
-        for line in lines:
-            tokens = line.split()
-            if not tokens:
-                continue
-            if index % world_size == rank:
-                yield tokens
-            index += 1
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"corpus file not found: {path}")
+    index = 0
+    for _, line in numbered_lines(path):
+        tokens = line.split()
+        if not tokens:
+            continue
+        if index % world_size == rank:
+            yield tokens
+        index += 1
 
 
 def iter_chunks(
@@ -85,7 +78,7 @@ class BatchStream:
         world_size: int = 1,
     ):
         if batch_tokens < 4:
-            raise ValueError(f"batch_tokens must be at least 4, got {batch_tokens}")
+            raise ContextualError(f"batch_tokens must be at least 4, got {batch_tokens}")
         self.paths = [Path(p) for p in paths]
         self.batch_tokens = batch_tokens
         self.chunk_sentences = chunk_sentences
@@ -123,7 +116,7 @@ class BatchStream:
                 for b in range(first, len(batches)):
                     yield StreamPosition(epoch, chunk_index, b + 1), batches[b]
             if not found:
-                raise ValueError(f"no sentences in {[str(p) for p in self.paths]} for rank {self.rank}")
+                raise ContextualError(f"no sentences in {[str(p) for p in self.paths]} for rank {self.rank}")
             epoch += 1
 
 
@@ -157,7 +150,7 @@ class WindowStream:
         world_size: int = 1,
     ):
         if bptt_steps < 1 or batch_tokens < bptt_steps:
-            raise ValueError(
+            raise ContextualError(
                 f"need 1 <= bptt_steps <= batch_tokens, got bptt_steps={bptt_steps}, batch_tokens={batch_tokens}"
             )
         self.paths = [Path(p) for p in paths]
@@ -201,7 +194,7 @@ class WindowStream:
                 if index >= first:
                     yield StreamPosition(epoch, 0, index + 1), windows
             if not found:
-                raise ValueError(
+                raise ContextualError(
                     f"{[str(p) for p in self.paths]} (rank {self.rank}) has too little text for {self.rows} rows of "
                     f"{self.bptt_steps + 1}-token windows; lower data.batch_tokens or data.bptt_steps"
                 )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import ContextualError, ModelDirError
 from ..formats.bilm_dir import KIND, load_bilm, load_softmax
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.model_dir import read_model_config
@@ -26,7 +27,7 @@ from .vocab import Vocabulary
 def perplexity(lm: BidirectionalLM, path: PathLike, max_sentences: int | None = None, batch_tokens: int = 4000) -> dict:
     sentences = list(islice(iter_sentences(path), max_sentences))
     if not sentences:
-        raise ValueError(f"no sentences in {path}")
+        raise ContextualError(f"no sentences in {path}")
     batcher = BatchStream([path], batch_tokens)
     was_training = lm.training
     lm.eval()
@@ -68,18 +69,32 @@ def load_language_model(
     path = Path(model)
     if path.suffix in (".hdf5", ".h5"):
         if options_file is None:
-            raise ValueError(f"{path} is a bilm-tf weight file; pass its options.json as well (--options-file)")
+            raise ContextualError(f"{path} is a bilm-tf weight file; pass its options.json as well (--options-file)")
         bilm, softmax_state, model_vocab = load_bilm_tf(options_file, path), None, None
     else:
         bilm = load_bilm(path)
         softmax_state, words = load_softmax(path)
         model_vocab = Vocabulary(words) if words else None
     if softmax_state is not None and model_vocab is not None and (vocab is None or vocab.words == model_vocab.words):
-        saved = SoftmaxConfig(**read_model_config(path, KIND)["info"]["softmax"])
+        saved = saved_softmax_config(path)
         lm = BidirectionalLM(bilm, model_vocab, saved)
         lm.softmax.load_state_dict(softmax_state)
         return lm, False
     if vocab is None:
-        raise ValueError(f"{path} has no LM softmax and vocabulary; give a vocabulary (or training text to build one)")
+        raise ContextualError(
+            f"{path} has no LM softmax and vocabulary; give a vocabulary (or training text to build one)"
+        )
     torch.manual_seed(seed)
     return BidirectionalLM(bilm, vocab, softmax_config or SoftmaxConfig()), True
+
+
+def saved_softmax_config(path: Path) -> SoftmaxConfig:
+    """The LM softmax settings a model directory with softmax weights records in ``info.softmax``."""
+    source = path / "config.json"
+    settings = read_model_config(path, KIND)["info"].get("softmax")
+    try:
+        return SoftmaxConfig(**settings)
+    except TypeError as error:
+        raise ModelDirError(
+            f"{source}: info.softmax is {settings!r}, not the LM softmax settings its weights need ({error})"
+        ) from None

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import torch
 
+from ..formats.atomic import atomic_directory
 from ..formats.bilm_dir import load_bilm, save_bilm
 from ..formats.bilm_tf import export_bilm_tf
-from ..formats.model_dir import CONFIG_NAME, weight_files
+from ..formats.model_dir import CONFIG_NAME, is_model_dir, keep_other_files, weight_files
 from ..types import PathLike
 from .evaluate import load_language_model
 from .finetune import has_softmax
@@ -35,14 +36,16 @@ def export_model(
     ``bilm_tf``, options.json + weights.hdf5 (always float32; bilm-tf has no softmax)."""
     source = find_trained_model(model)
     out = Path(output_dir)
-    if keep_softmax and has_softmax(source):
-        lm, _ = load_language_model(source)
-        lm.save(out, dtype=dtype)
-        bilm = lm.bilm
-    else:
-        bilm = load_bilm(source)
-        save_bilm(bilm, out, dtype=dtype)
+    with atomic_directory(out, may_replace=is_model_dir) as tmp:  # all of it, or the previous export
+        if keep_softmax and has_softmax(source):
+            lm, _ = load_language_model(source)
+            lm.save(tmp, dtype=dtype)
+            bilm = lm.bilm
+        else:
+            bilm = load_bilm(source)
+            save_bilm(bilm, tmp, dtype=dtype)
+        keep_other_files(out, tmp)
+        if bilm_tf:
+            export_bilm_tf(bilm, tmp)
     written = [out / CONFIG_NAME, *weight_files(out)]
-    if bilm_tf:
-        written += list(export_bilm_tf(bilm, out))
-    return written
+    return written + ([out / "options.json", out / "weights.hdf5"] if bilm_tf else [])

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from ..errors import ContextualError
 from ..formats.bilm_dir import load_softmax
 from ..types import PathLike
+from .checkpoint import prepare_checkpoint_dir
 from .config import PretrainConfig
 from .evaluate import load_language_model, perplexity
 from .trainer import pretrain, process_rank
@@ -28,13 +30,16 @@ def finetune(
     heldout: PathLike | None = None,
     resume: bool = False,
     log: Callable[[str], None] = print,
+    overwrite: bool = False,
 ) -> dict:
     """Fine-tune ``model`` on ``config.data.train``; ``heldout`` (default ``config.data.valid``) is
     scored before and after. Returns ``{"new_softmax", "before", "after", "training"}``."""
     if not config.data.train:
-        raise ValueError("data.train is empty: give the domain's training text")
+        raise ContextualError("data.train is empty: give the domain's training text")
     heldout = heldout or config.data.valid
     main = process_rank() == 0  # under torchrun only rank 0 scores the held-out text and reports
+    if main:  # before the held-out scoring, which an existing run would waste
+        prepare_checkpoint_dir(Path(config.training.output_dir) / "checkpoint", resume, overwrite)
     log = log if main else (lambda message: None)
     if has_softmax(model):
         lm, new_softmax = load_language_model(model)
@@ -64,7 +69,7 @@ def finetune(
             f"held-out perplexity before fine-tuning: forward {before['forward']:.1f} backward "
             f"{before['backward']:.1f} average {before['average']:.1f}"
         )
-    training = pretrain(config, resume=resume, lm=lm, log=log)
+    training = pretrain(config, resume=resume, lm=lm, log=log, overwrite=overwrite)
     after = perplexity(lm, heldout) if heldout and main else None
     if after:
         log(

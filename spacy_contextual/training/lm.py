@@ -26,6 +26,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from ..errors import ContextualError
 from ..formats.bilm_dir import save_bilm
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
@@ -53,10 +54,12 @@ def build_softmax(input_dim: int, vocab_size: int, config: SoftmaxConfig) -> nn.
     if config.kind == "sampled":
         return SampledSoftmax(input_dim, vocab_size, min(config.negatives, vocab_size))
     if config.kind != "adaptive":
-        raise ValueError(f"softmax.kind must be 'adaptive' or 'sampled', got {config.kind!r}")
+        raise ContextualError(f"softmax.kind must be 'adaptive' or 'sampled', got {config.kind!r}")
     cutoffs = [c for c in config.cutoffs if 0 < c < vocab_size - 1]
     if not cutoffs:
-        raise ValueError(f"the vocabulary ({vocab_size} words) is too small for the softmax cutoffs {config.cutoffs}")
+        raise ContextualError(
+            f"the vocabulary ({vocab_size} words) is too small for the softmax cutoffs {config.cutoffs}"
+        )
     return nn.AdaptiveLogSoftmaxWithLoss(input_dim, vocab_size, cutoffs, div_value=config.div_value)
 
 

@@ -26,15 +26,16 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from ..embedders.cove import CoveEmbedder
+from ..errors import ContextualError
+from ..formats.atomic import atomic_directory, atomic_file
 from ..formats.cove_dir import load_translator, save_translator
 from ..formats.vectors import load_vectors
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Seq2SeqConfig, Translator
 from ..models.text import SPECIALS, Vocab, detokenize, join_subwords, tokenize
 from ..types import PathLike
+from .checkpoint import OPTIMIZER_NAME, STATE_NAME, find_checkpoint, is_checkpoint, prepare_checkpoint_dir
 from .mt_data import batches, build_vocab, learn_subwords, read_lines, read_parallel
-
-STATE_NAME, OPTIMIZER_NAME = "trainer_state.json", "optimizer.safetensors"
 
 
 @dataclass
@@ -111,7 +112,7 @@ def source_vocabulary(
     but vectors trained briefly on a small corpus are an order of magnitude smaller than that, which
     starves the encoder's input gates at the usual uniform(+-0.1) initialisation."""
     if oov not in ("zero", "random"):
-        raise ValueError(f"oov must be 'zero' or 'random', got {oov!r}")
+        raise ContextualError(f"oov must be 'zero' or 'random', got {oov!r}")
     candidates = build_vocab(train_sources, min_count)[len(SPECIALS) :]
     static = load_vectors(glove_path, vocab=candidates)
     index = static.index()
@@ -169,12 +170,16 @@ def _perplexity(model: Translator, pairs: list[tuple[list[int], list[int]]], bat
     return math.exp(total / count)
 
 
-def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False) -> dict[str, Any]:
-    """Train from a resolved config dict (sections paths / vocab / model / training); returns the history."""
+def train_mt(
+    config: dict[str, Any], output_dir: PathLike, resume: bool = False, overwrite: bool = False
+) -> dict[str, Any]:
+    """Train from a resolved config dict (sections paths / vocab / model / training); returns the history.
+    An earlier run's checkpoint (``last/``) is continued with ``resume``, deleted with ``overwrite``."""
     torch.set_num_threads(config["training"].get("threads", 1))
     paths, vocab_cfg, model_cfg, train_cfg = config["paths"], config["vocab"], config["model"], config["training"]
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
+    prepare_checkpoint_dir(output / "last", resume, overwrite)
     seed = train_cfg["seed"]
     random.seed(seed)
     torch.manual_seed(seed)
@@ -190,15 +195,14 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         train_pairs = [(s, segment(t)) for s, t in train_pairs]
         val_pairs_tokens = [(s, segment(t)) for s, t in val_pairs_tokens]
     elif target_units != "words":
-        raise ValueError(f"vocab.target must be 'words' or 'bpe', got {target_units!r}")
+        raise ContextualError(f"vocab.target must be 'words' or 'bpe', got {target_units!r}")
 
     last = output / "last"
-    if resume and (last / STATE_NAME).is_file():
-        model, source_words, target_words = load_translator(last)
-        state = json.loads((last / STATE_NAME).read_text(encoding="utf-8"))
+    resumed = find_checkpoint(last) if resume else None  # last/, or the last.old an interrupted write left
+    if resumed is not None:
+        model, source_words, target_words = load_translator(resumed)
+        state = json.loads((resumed / STATE_NAME).read_text(encoding="utf-8"))
     else:
-        if resume:
-            tqdm.write(f"--resume: no checkpoint in {last}, starting from scratch")
         source_words, vectors = source_vocabulary(
             [s for s, _ in train_pairs],
             paths["glove"],
@@ -211,7 +215,7 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         target_words = build_vocab([t for _, t in train_pairs], target_min_count)
         model_config = Seq2SeqConfig(len(source_words), len(target_words), **model_cfg)
         if vectors.shape[1] != model_config.embedding_dim:
-            raise ValueError(
+            raise ContextualError(
                 f"{paths['glove']} has {vectors.shape[1]}-d vectors but model.embedding_dim is "
                 f"{model_config.embedding_dim}; "
                 "use 300-d GloVe (or set model.embedding_dim to match)"
@@ -242,16 +246,19 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
     elif train_cfg["optimizer"] == "sgd":
         optimizer = torch.optim.SGD(parameters, lr=state["lr"])
     else:
-        raise ValueError(f"training.optimizer must be 'adam' or 'sgd', got {train_cfg['optimizer']!r}")
-    if resume and (last / OPTIMIZER_NAME).is_file():
-        _load_optimizer(optimizer, last)
+        raise ContextualError(f"training.optimizer must be 'adam' or 'sgd', got {train_cfg['optimizer']!r}")
+    if resumed is not None:
+        _load_optimizer(optimizer, resumed)
         for group in optimizer.param_groups:
             group["lr"] = state["lr"]
 
-    def checkpoint(directory: Path) -> None:
-        save_translator(model, directory, source_words, target_words, info={"config": config})
-        _save_optimizer(optimizer, directory)
-        (directory / STATE_NAME).write_text(json.dumps(state, indent=1), encoding="utf-8")
+    info = {"config": config, "longest_training_sentence": max(len(source) for source, _ in train_pairs)}
+
+    def checkpoint(directory: Path) -> None:  # whole, so that a kill leaves the previous one
+        with atomic_directory(directory, may_replace=is_checkpoint) as tmp:
+            save_translator(model, tmp, source_words, target_words, info=info)
+            _save_optimizer(optimizer, tmp)
+            (tmp / STATE_NAME).write_text(json.dumps(state, indent=1), encoding="utf-8")
 
     batch_size, max_epochs = train_cfg["batch_size"], train_cfg["max_epochs"]
     n_batches = math.ceil(len(train_ids) / batch_size)
@@ -322,8 +329,7 @@ def train_mt(config: dict[str, Any], output_dir: PathLike, resume: bool = False)
         state["best_ppl"] = ppl if is_best else state["best_ppl"]
         checkpoint(last)
         if is_best:
-            save_translator(
-                model, output / "best", source_words, target_words, info={"config": config, "record": record}
-            )
-    (output / "history.json").write_text(json.dumps(state["history"], indent=1), encoding="utf-8")
+            save_translator(model, output / "best", source_words, target_words, info={**info, "record": record})
+    with atomic_file(output / "history.json") as path:
+        path.write_text(json.dumps(state["history"], indent=1), encoding="utf-8")
     return state

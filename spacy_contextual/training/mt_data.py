@@ -5,15 +5,15 @@ length-sorted batches. The token and vocabulary conventions themselves are in ``
 
 from __future__ import annotations
 
-import gzip
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 
 import torch
 
+from ..errors import ContextualError
 from ..models.text import BOS_ID, EOS_ID, SPECIALS, SUBWORD_PREFIX, UNK, pad, tokenize
+from ..text_files import numbered_lines
 from ..types import PathLike
 
 
@@ -35,17 +35,14 @@ def learn_subwords(sentences: Iterable[Sequence[str]], vocab_size: int) -> Calla
 
 def read_lines(path: PathLike) -> list[str]:
     """Lines of a text file, ``.gz`` or plain, without their newlines."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return [line.rstrip("\n") for line in handle]
+    return [line for _, line in numbered_lines(path)]
 
 
 def read_parallel(source: PathLike, target: PathLike) -> list[tuple[list[str], list[str]]]:
     """Tokenised (source, target) pairs; the two files must have the same number of lines."""
     src, tgt = read_lines(source), read_lines(target)
     if len(src) != len(tgt):
-        raise ValueError(f"{source} has {len(src)} lines but {target} has {len(tgt)}; they must be line-aligned")
+        raise ContextualError(f"{source} has {len(src)} lines but {target} has {len(tgt)}; they must be line-aligned")
     return [(tokenize(s), tokenize(t, lower=False)) for s, t in zip(src, tgt, strict=True)]
 
 

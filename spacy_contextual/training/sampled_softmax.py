@@ -20,6 +20,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from ..errors import ContextualError
+
 
 class SoftmaxOutput(NamedTuple):
     output: torch.Tensor  # log-probability of each target (the sampled estimate while training)
@@ -29,7 +31,7 @@ class SampledSoftmax(nn.Module):
     def __init__(self, input_dim: int, vocab_size: int, negatives: int = 8192, eval_chunk: int = 1024):
         super().__init__()
         if negatives < 1:
-            raise ValueError(f"softmax.negatives must be at least 1, got {negatives}")
+            raise ContextualError(f"softmax.negatives must be at least 1, got {negatives}")
         self.vocab_size, self.negatives, self.eval_chunk = vocab_size, negatives, eval_chunk
         self.weight = nn.Parameter(torch.randn(vocab_size, input_dim) / math.sqrt(input_dim))
         self.bias = nn.Parameter(torch.zeros(vocab_size))

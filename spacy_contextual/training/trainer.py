@@ -34,10 +34,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from ..devices import DeviceError, autocast, resolve_device
+from ..devices import DeviceError, autocast, rank_device
+from ..errors import ContextualError
+from ..formats.atomic import atomic_file
 from ..models.bilm import BiLM
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, prepare_checkpoint_dir, save_checkpoint
 from .config import PretrainConfig
 from .corpus import BatchStream, StreamPosition, Windows, WindowStream
 from .evaluate import perplexity
@@ -72,16 +74,7 @@ def setup_runtime(device: str) -> Runtime:
     "cuda" and "auto" mean the GPU of LOCAL_RANK), and the process group when there are several."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = process_rank()
-    target = resolve_device(device)
-    if target.type == "cuda":
-        if target.index is None:
-            target = resolve_device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}")
-        elif world_size > 1:
-            raise DeviceError(
-                f"training.device = {device!r} would put every torchrun process on one GPU; give 'cuda' or "
-                "'auto' and each process takes the GPU of its LOCAL_RANK"
-            )
-        torch.cuda.set_device(target)
+    target = rank_device(device, int(os.environ.get("LOCAL_RANK", "0")), world_size)
     if world_size > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if target.type == "cuda" else "gloo")
     return Runtime(rank, world_size, target)
@@ -108,7 +101,7 @@ def make_optimizer(config: PretrainConfig, parameters) -> torch.optim.Optimizer:
         return torch.optim.Adam(parameters, lr=config.training.lr)
     if name == "adagrad":
         return torch.optim.Adagrad(parameters, lr=config.training.lr, initial_accumulator_value=1.0)
-    raise ValueError(f"training.optimizer must be 'adam' or 'adagrad', got {name!r}")
+    raise ContextualError(f"training.optimizer must be 'adam' or 'adagrad', got {name!r}")
 
 
 def learning_rate(config: PretrainConfig, step: int) -> float:
@@ -169,7 +162,7 @@ class Trainer:
     def restore(self) -> None:
         lm, state, optimizer_state, random_state = load_checkpoint(self.checkpoint_dir)
         if len(state["positions"]) != self.runtime.world_size:
-            raise ValueError(
+            raise ContextualError(
                 f"the checkpoint was written by {len(state['positions'])} processes; resume with the same number"
             )
         self.lm.load_state_dict(lm.state_dict())
@@ -249,7 +242,7 @@ class Trainer:
             return BatchStream(d.train, d.batch_tokens, d.chunk_sentences, **shard)
         if d.batching == "windows":
             return WindowStream(d.train, d.batch_tokens, d.bptt_steps, d.chunk_sentences, **shard)
-        raise ValueError(f"data.batching must be 'sentences' or 'windows', got {d.batching!r}")
+        raise ContextualError(f"data.batching must be 'sentences' or 'windows', got {d.batching!r}")
 
     def train(self) -> dict:
         t = self.config.training
@@ -318,7 +311,8 @@ class Trainer:
                 self.output_dir / "model",
                 info={"valid_perplexity": final, "train_tokens": self.state["tokens"], "step": self.state["step"]},
             )
-            (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+            with atomic_file(self.output_dir / "summary.json") as path:
+                path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
 
@@ -339,10 +333,12 @@ def pretrain(
     resume: bool = False,
     lm: BidirectionalLM | None = None,
     log: Callable[[str], None] = print,
+    overwrite: bool = False,
 ) -> dict:
-    """Train (or, with ``lm`` given, fine-tune) a biLM as configured; returns the summary."""
+    """Train (or, with ``lm`` given, fine-tune) a biLM as configured; returns the summary. An earlier
+    run's checkpoint in the output directory is continued with ``resume``, deleted with ``overwrite``."""
     if not config.data.train:
-        raise ValueError("data.train is empty: give the training text files (one tokenised sentence per line)")
+        raise ContextualError("data.train is empty: give the training text files (one tokenised sentence per line)")
     if config.training.num_threads:
         torch.set_num_threads(config.training.num_threads)
     runtime = setup_runtime(config.training.device)
@@ -350,10 +346,7 @@ def pretrain(
     checkpoint = output_dir / "checkpoint"
     if runtime.main:
         output_dir.mkdir(parents=True, exist_ok=True)
-        if not resume and checkpoint.exists():
-            raise FileExistsError(
-                f"{checkpoint} exists: pass --resume to continue that run, or choose another training.output_dir"
-            )
+        prepare_checkpoint_dir(checkpoint, resume, overwrite)
         config.save(output_dir / "pretrain_config.json")
     if lm is None:
         lm = build_language_model(config, prepare_vocab(config, runtime, output_dir))

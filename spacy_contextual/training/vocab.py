@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..errors import ContextualError
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..types import PathLike
 from .corpus import iter_sentences
@@ -22,11 +23,11 @@ SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
 class Vocabulary:
     def __init__(self, words: Sequence[str]):
         if tuple(words[: len(SPECIALS)]) != SPECIALS:
-            raise ValueError(f"a vocabulary must start with {list(SPECIALS)}, got {list(words[:3])}")
+            raise ContextualError(f"a vocabulary must start with {list(SPECIALS)}, got {list(words[:3])}")
         self.words = list(words)
         self.index = {word: i for i, word in enumerate(self.words)}
         if len(self.index) != len(self.words):
-            raise ValueError("the vocabulary has duplicate words")
+            raise ContextualError("the vocabulary has duplicate words")
         self.bos, self.eos, self.unk = (self.index[s] for s in SPECIALS)
 
     def __len__(self) -> int:
@@ -53,7 +54,7 @@ class Vocabulary:
             for sentence in iter_sentences(path):
                 counts.update(sentence)
         if not counts:
-            raise ValueError("no tokens in the training files; expected one tokenised sentence per line")
+            raise ContextualError("no tokens in the training files; expected one tokenised sentence per line")
         return cls.from_counts(counts, min_count)
 
     def save(self, path: PathLike) -> None:

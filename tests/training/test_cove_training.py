@@ -12,6 +12,7 @@ from util import REPO
 
 from spacy_contextual.cli import app
 from spacy_contextual.embedders.cove import CoveEmbedder
+from spacy_contextual.errors import ContextualError
 from spacy_contextual.formats.cove_dir import export_encoder, load_translator
 from spacy_contextual.formats.model_dir import load_tensors
 from spacy_contextual.formats.vectors import write_glove
@@ -195,7 +196,7 @@ def test_export_encoder_and_embed(trained, tmp_path):
         layers = model.encoder(model.source_vectors[ids], torch.tensor([4])).layers
     np.testing.assert_allclose(a[0][1], layers[0][0].numpy(), atol=1e-6)
     np.testing.assert_allclose(a[0][2], layers[1][0].numpy(), atol=1e-6)
-    with pytest.raises(RuntimeError, match="encoder only"):
+    with pytest.raises(ContextualError, match="encoder only"):
         from_export.translate(["a dog"])
 
 

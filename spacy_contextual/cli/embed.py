@@ -1,0 +1,228 @@
+"""``spacy-contextual elmo`` and ``spacy-contextual cove``: embed a file of sentences into HDF5, in the
+layout of ``allennlp elmo`` (datasets "0", "1", ... by line, plus ``sentence_to_index``).
+
+One command line, three ways to run it: alone (one process); under torchrun (each rank embeds its
+share of the lines, rank 0 writes OUTPUT); or with ``--processes N``, which starts N ranks on this
+machine through torchrun's own launcher. A rerun after a kill continues where each rank stopped
+(``embedders/corpus.py``). Everything that can be checked cheaply (the options, INPUT's encoding,
+OUTPUT's folder) is checked before a model loads; torch and h5py load only when a command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import ContextualError
+from ._app import app
+from .launch import launch_local
+
+InputFile = Annotated[
+    Path,
+    typer.Argument(
+        exists=True, dir_okay=False, metavar="INPUT", help="One whitespace-tokenised sentence per line, UTF-8 (.gz ok)"
+    ),
+]
+OutputFile = Annotated[
+    Path,
+    typer.Argument(
+        metavar="OUTPUT", help="HDF5 file to write; its parts go to OUTPUT.parts/ beside it while the run goes on"
+    ),
+]
+AllLayers = Annotated[bool, typer.Option("--all", help="Store all layers: (n_layers, n, width) per sentence")]
+TopLayer = Annotated[bool, typer.Option("--top", help="Store the top layer: (n, width)")]
+AverageLayers = Annotated[bool, typer.Option("--average", help="Store the mean of the layers: (n, width)")]
+BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per batch")]
+Device = Annotated[str, typer.Option("--device", help="cpu or cuda (under torchrun: one GPU per local rank)")]
+ForgetSentences = Annotated[
+    bool, typer.Option("--forget-sentences", help="Do not store sentence_to_index (the JSON of every line's text)")
+]
+Processes = Annotated[
+    int | None,
+    typer.Option(
+        "--processes", min=1, help="Start this many ranks on this machine (torchrun's launcher); not under torchrun"
+    ),
+]
+Merge = Annotated[
+    bool | None,
+    typer.Option(
+        "--merge/--virtual",
+        help="--merge: copy the parts into OUTPUT and delete them (the default for one process). --virtual: OUTPUT "
+        "holds HDF5 virtual datasets over OUTPUT.parts/, which must stay beside it (the default for several)",
+        show_default=False,
+    ),
+]
+Errors = Annotated[
+    str, typer.Option("--errors", help="strict: invalid UTF-8 is an error naming FILE:LINE; replace: read it as U+FFFD")
+]
+Model = Annotated[str | None, typer.Option("--model", help="Our model directory, or 'default' (the bundled model)")]
+
+
+@dataclass(frozen=True)
+class EmbedJob:
+    """One embedding run as the command line gave it; each rank runs it (``run_job``)."""
+
+    kind: str
+    input_file: Path
+    output_file: Path
+    layers: str
+    model: str | None
+    batch_size: int
+    device: str
+    forget_sentences: bool
+    merge: bool | None
+    errors: str
+    options_file: Path | None = None
+    weight_file: Path | None = None
+    stateful: bool = False
+    lines: int | None = None  # INPUT's line count, when the launcher has counted (and so checked) it
+
+
+@app.command("elmo")
+def elmo_command(
+    input_file: InputFile,
+    output_file: OutputFile,
+    all_layers: AllLayers = False,
+    top: TopLayer = False,
+    average: AverageLayers = False,
+    options_file: Annotated[Path | None, typer.Option("--options-file", exists=True, dir_okay=False)] = None,
+    weight_file: Annotated[Path | None, typer.Option("--weight-file", exists=True, dir_okay=False)] = None,
+    model: Model = None,
+    batch_size: BatchSize = 64,
+    stateful: Annotated[
+        bool, typer.Option("--stateful", help="Carry LSTM state across batches (AllenNLP behaviour); one process")
+    ] = False,
+    device: Device = "cpu",
+    forget_sentences: ForgetSentences = False,
+    processes: Processes = None,
+    merge: Merge = None,
+    errors: Errors = "strict",
+) -> None:
+    """Embed every line of INPUT with ELMo: layer 0 the char-CNN token vector (twice), layers 1-2 the
+    biLSTM (forward then backward), each 2P wide; datasets are keyed "0", "1", ... by line index."""
+    if (options_file is None) != (weight_file is None):
+        raise typer.BadParameter("--options-file and --weight-file go together")
+    if options_file is not None and model is not None:
+        raise typer.BadParameter("give either --model or --options-file/--weight-file, not both")
+    if stateful and (processes or 1) > 1:
+        raise typer.BadParameter("--stateful carries state from line to line, so it runs in one process")
+    layers = _layer_choice(all_layers, top, average)
+    job = EmbedJob("elmo", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
+    _run(replace(job, options_file=options_file, weight_file=weight_file, stateful=stateful), processes)
+
+
+@app.command("cove")
+def cove_command(
+    input_file: InputFile,
+    output_file: OutputFile,
+    all_layers: AllLayers = False,
+    top: TopLayer = False,
+    average: AverageLayers = False,
+    model: Model = None,
+    batch_size: BatchSize = 64,
+    device: Device = "cpu",
+    forget_sentences: ForgetSentences = False,
+    processes: Processes = None,
+    merge: Merge = None,
+    errors: Errors = "strict",
+) -> None:
+    """Embed every line of INPUT with CoVe: layer 0 GloVe (300 wide, zero-padded to 600), layers 1-2
+    CoVe-1 and CoVe-2 (600 wide); datasets are keyed "0", "1", ... by line index."""
+    layers = _layer_choice(all_layers, top, average)
+    job = EmbedJob("cove", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
+    _run(job, processes)
+
+
+def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
+    if sum((all_layers, top, average)) != 1:
+        raise typer.BadParameter("choose exactly one of --all, --top, --average")
+    return "all" if all_layers else "top" if top else "average"
+
+
+def _run(job: EmbedJob, processes: int | None) -> None:
+    if processes is not None and "WORLD_SIZE" in os.environ:
+        raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
+    if job.errors not in ("strict", "replace"):
+        raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
+    check_output_folder(job.output_file)
+    if processes is not None and processes > 1:
+        from ..embedders.corpus_text import Corpus
+
+        lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before any rank starts
+        launch_local(processes, run_job, replace(job, lines=lines))
+    else:
+        run_job(job)
+
+
+def check_output_folder(output: Path) -> None:
+    """Refuse an OUTPUT that cannot be written, before anything is loaded."""
+    if output.is_dir():
+        raise ContextualError(f"{output} is a directory; give the path of the HDF5 file to write")
+    folder = output.parent
+    if not folder.is_dir():
+        raise ContextualError(f"{folder} does not exist (the folder of {output.name}); create it first")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise ContextualError(
+            f"cannot write to {folder} ({error.strerror}); choose a folder you can write to"
+        ) from None
+
+
+def run_job(job: EmbedJob) -> None:
+    """What every rank runs: check INPUT, join the other ranks, load the model, embed its share."""
+    from ..embedders.corpus import embed_corpus
+    from ..embedders.corpus_text import Corpus
+    from ..embedders.ranks import Ranks
+
+    corpus = Corpus(job.input_file, job.errors)
+    total = corpus.count() if job.lines is None else job.lines
+    ranks = Ranks.from_environment(job.device)
+    try:
+        embedder, encoder = _load_encoder(job, ranks.device)
+        embed_corpus(
+            embedder,
+            corpus,
+            job.output_file,
+            job.layers,
+            encoder=encoder,
+            batch_size=job.batch_size,
+            merge=job.merge,
+            keep_sentences=not job.forget_sentences,
+            ranks=ranks,
+            total=total,
+            log=typer.echo,
+        )
+    finally:
+        ranks.close()
+    if ranks.main:
+        typer.echo(f"wrote {total} sentences to {job.output_file}")
+
+
+def _load_encoder(job: EmbedJob, device):
+    """The embedder, and what identifies it in the record of a run (kind, files, settings)."""
+    from ..embedders.corpus import file_identity
+    from ..formats.bundled import resolve_model_dir
+
+    settings = {"kind": job.kind, "device": device.type}
+    if job.kind == "cove":
+        from ..embedders.cove import CoveEmbedder
+
+        path = resolve_model_dir("cove", job.model)
+        return CoveEmbedder.load(path, device=device), {**settings, "files": file_identity(path)}
+    from ..embedders.elmo import ElmoEmbedder
+
+    settings["stateful"] = job.stateful
+    if job.options_file is not None:
+        files = [file_identity(job.options_file), file_identity(job.weight_file)]
+        embedder = ElmoEmbedder.from_bilm_tf(job.options_file, job.weight_file, stateful=job.stateful, device=device)
+        return embedder, {**settings, "files": files}
+    path = resolve_model_dir("elmo", job.model)
+    embedder = ElmoEmbedder.load(path, stateful=job.stateful, device=device)
+    return embedder, {**settings, "files": file_identity(path)}

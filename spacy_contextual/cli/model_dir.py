@@ -1,0 +1,26 @@
+"""``spacy-contextual write-manifest``: record the SHA-256 of a model directory's files.
+
+Every model directory that ``save_model_dir`` writes has its ``manifest.json``; this command adds one
+to a directory written before manifests existed (or assembled by hand), once its files are trusted.
+The bundled models' manifests were written with it: ``spacy-contextual write-manifest
+spacy_contextual/assets/elmo`` (and ``.../cove``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ._app import app
+
+
+@app.command("write-manifest")
+def write_manifest_command(
+    model_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="An ELMo or CoVe model directory"),
+) -> None:
+    """Check MODEL_DIR's config.json and record the size and SHA-256 of its files in manifest.json."""
+    from ..formats.model_dir import write_model_manifest
+
+    path = write_model_manifest(model_dir)
+    typer.echo(f"wrote {path}")

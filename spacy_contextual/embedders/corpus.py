@@ -1,0 +1,178 @@
+"""Embed a whole corpus into HDF5 in the layout of ``allennlp elmo``: in one process, or shared
+between the ranks torchrun starts; resumable after a kill.
+
+Rank r of w embeds the lines i with i mod w == r, ``batch_size * CHUNK_BATCHES`` lines at a time: the
+chunk the embedder sorts by length and batches (``Embedder.iter_embed``). Each chunk is committed as
+one part (``hdf5_parts``), so a rerun skips the parts on disk and batches the rest exactly as an
+uninterrupted run would: the same numbers. Embedding is stateless, so a line's vectors do not depend
+on which rank embeds it; a stateful encoder carries its LSTM state from line to line, so it runs in
+one process and starts over instead of resuming. When every share is complete (a barrier), rank 0
+writes OUTPUT. Rank 0's progress bar counts all ranks: its own batches as they finish, the other
+ranks' parts as they appear. Memory does not grow with the corpus: it is read a line at a time, and
+at most one chunk is held.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from .. import __version__
+from ..errors import ContextualError
+from ..types import PathLike
+from .corpus_text import Corpus
+from .embedder import Embedder
+from .hdf5_parts import PartsFolder
+from .ranks import Ranks
+
+LAYER_CHOICES = ("all", "top", "average")
+CHUNK_BATCHES = 32  # as Embedder.iter_embed: a chunk of batch_size * 32 lines is sorted and batched
+POLL_SECONDS = 1.0
+
+
+def check_layer_choice(choice: str) -> None:
+    if choice not in LAYER_CHOICES:
+        raise ContextualError(f"layers must be one of {', '.join(LAYER_CHOICES)}, got {choice!r}")
+
+
+def select_layers(layers: np.ndarray, choice: str) -> np.ndarray:
+    """What OUTPUT stores of (n_layers, n, width): all of it, the top layer, or the mean of the layers."""
+    check_layer_choice(choice)
+    if choice == "all":
+        selected = layers
+    elif choice == "top":
+        selected = layers[-1]
+    else:
+        selected = layers.mean(axis=0)
+    return np.ascontiguousarray(selected, dtype=np.float32)
+
+
+def file_identity(path: PathLike) -> list:
+    """[name, bytes, mtime in ns] of a file, or of each file in a directory: what a run was made from."""
+    path = Path(path)
+    if path.is_dir():
+        return [file_identity(child) for child in sorted(path.iterdir()) if child.is_file()]
+    stat = path.stat()
+    return [path.name, stat.st_size, stat.st_mtime_ns]
+
+
+def embed_corpus(
+    embedder: Embedder,
+    corpus: Corpus,
+    output: PathLike,
+    layers: str = "all",
+    *,
+    encoder: dict,
+    batch_size: int = 64,
+    merge: bool | None = None,
+    keep_sentences: bool = True,
+    ranks: Ranks | None = None,
+    total: int | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> int:
+    """Embed every line of ``corpus`` into ``output``; returns the number of lines.
+
+    ``encoder`` describes the model (kind, files, settings) for the record of the run: parts made
+    with another are refused. ``merge`` copies the parts into ``output`` (default with one process);
+    otherwise ``output`` holds virtual datasets over them. ``total`` is the corpus's line count when
+    the caller has counted (and so checked) it already."""
+    ranks = ranks or Ranks()
+    if embedder.keep_order and ranks.world_size > 1:
+        raise ContextualError(
+            "a stateful encoder carries its LSTM state from line to line, so it cannot share a corpus between "
+            "processes; run it in one process, or leave out --stateful"
+        )
+    check_layer_choice(layers)
+    total = corpus.count() if total is None else total
+    parts = PartsFolder(Path(output), ranks.world_size, batch_size * CHUNK_BATCHES)
+    settings = {
+        "package": __version__,
+        "encoder": encoder,
+        "input": file_identity(corpus.path),
+        "lines": total,
+        "errors": corpus.errors,
+        "layers": layers,
+        "batch_size": batch_size,
+        "max_batch_tokens": embedder.max_batch_tokens,
+        "part_lines": parts.part_lines,
+        "processes": ranks.world_size,
+    }
+    if ranks.main:
+        parts.check_run(settings)
+        parts.record_run(settings)
+    ranks.barrier()
+    with parts.lock(ranks.rank):
+        done = parts.committed(ranks.rank)
+        if done and embedder.keep_order:
+            log(f"{parts.folder}: a stateful encoder cannot continue where it stopped; starting over")
+            parts.discard(ranks.rank)
+            done = []
+        bar = RunProgress(parts, total, str(encoder.get("kind", "embed"))) if ranks.main and progress else None
+        shard = corpus.shard(ranks.rank, ranks.world_size, skip=sum(part.lines for part in done))
+        for number, chunk in enumerate(_chunks(shard, parts.part_lines), start=len(done)):
+            sentences = [tokens for _, tokens in chunk]
+            arrays = embedder.iter_embed(sentences, batch_size, CHUNK_BATCHES, bar.add if bar else None)
+            parts.write_part(
+                ranks.rank, number, [index for index, _ in chunk], [select_layers(a, layers) for a in arrays]
+            )
+        if bar:
+            bar.wait_for_all()
+        ranks.barrier()
+        if ranks.main:
+            item_shape = (embedder.num_layers, embedder.output_dim) if layers == "all" else (embedder.output_dim,)
+            merge = ranks.world_size == 1 if merge is None else merge
+            parts.write_output(total, item_shape, merge, corpus.lines() if keep_sentences else None)
+    return total
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+class RunProgress:
+    """Rank 0's bar over every rank: sentences, tokens/s and the time left."""
+
+    def __init__(self, parts: PartsFolder, total: int, name: str):
+        self.parts, self.total = parts, total
+        self.committed = [parts.committed(rank) for rank in range(parts.world_size)]
+        self.shares = [parts.share_size(rank, total) for rank in range(parts.world_size)]
+        self.bar = tqdm(total=total, initial=sum(p.lines for ps in self.committed for p in ps), unit="sent", desc=name)
+        self.tokens = 0
+        self.started = self.polled = time.monotonic()
+
+    def add(self, sentences: int, tokens: int) -> None:
+        """Rank 0's own batch is done; look for the other ranks' new parts now and then."""
+        self.tokens += tokens
+        self.bar.update(sentences)
+        if time.monotonic() - self.polled >= POLL_SECONDS:
+            self.poll()
+        self._show_rate()
+
+    def poll(self) -> None:
+        self.polled = time.monotonic()
+        for rank in range(1, self.parts.world_size):
+            while (path := self.parts.part_path(rank, len(self.committed[rank]))).is_file():
+                part = self.parts.summary(path)
+                self.committed[rank].append(part)
+                self.tokens += part.tokens
+                self.bar.update(part.lines)
+
+    def wait_for_all(self) -> None:
+        """Rank 0 has embedded its share: follow the others' until they are complete, then close."""
+        while any(sum(p.lines for p in self.committed[r]) < self.shares[r] for r in range(1, len(self.shares))):
+            time.sleep(POLL_SECONDS)
+            self.poll()
+            self._show_rate()
+        self.bar.close()
+
+    def _show_rate(self) -> None:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        self.bar.set_postfix_str(f"{self.tokens / elapsed:,.0f} tokens/s", refresh=False)

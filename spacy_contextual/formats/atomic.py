@@ -1,0 +1,128 @@
+"""Directories and files written so that a kill leaves either the old version or the new one.
+
+``atomic_directory(path)`` yields an empty ``<path>.tmp`` beside ``path``; when the block succeeds
+every file in it is fsynced and it takes the place of ``path`` in one step (Linux
+``renameat2(RENAME_EXCHANGE)`` swaps the two, then the old one is deleted). Where the exchange is
+not available the old directory is first renamed to ``<path>.old``; a kill between the two renames
+leaves ``.old`` and ``.tmp``, both complete, and the readers say so. A failure inside the block
+removes the temporary directory and leaves ``path`` as it was.
+
+``atomic_file(path)`` does the same for one file: write ``<path>.tmp``, fsync, rename over ``path``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import ContextualError
+from ..types import PathLike
+
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+_LIBC = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
+_RENAMEAT2 = getattr(_LIBC, "renameat2", None)
+
+
+def sibling(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def fsync_tree(directory: Path) -> None:
+    """Flush every file below ``directory``, then the directories themselves, to the disk."""
+    for root, _, files in os.walk(directory):
+        for name in files:
+            fsync_file(Path(root) / name)
+        fsync_directory(Path(root))
+
+
+def fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def fsync_directory(path: Path) -> None:
+    if os.name != "posix":  # directories cannot be opened for fsync elsewhere
+        return
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    if _RENAMEAT2 is None:
+        return False
+    return _RENAMEAT2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE) == 0
+
+
+def replace_directory(new: Path, target: Path) -> None:
+    """Put the complete directory ``new`` in place of ``target`` (which may not exist)."""
+    old = sibling(target, ".old")
+    if not target.exists():
+        new.rename(target)
+    elif _exchange(new, target):
+        shutil.rmtree(new)  # now holds the previous version
+    else:
+        shutil.rmtree(old, ignore_errors=True)
+        target.rename(old)
+        new.rename(target)
+    fsync_directory(target.parent)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def atomic_directory(path: PathLike, may_replace=None) -> Iterator[Path]:
+    """Write a directory through a temporary one; ``may_replace(existing)`` says whether an existing
+    ``path`` may be replaced (default: only an empty directory), so user files are never deleted."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise ContextualError(f"{target} exists and is not a directory; give a directory to write to")
+    if target.is_dir() and any(target.iterdir()) and not (may_replace and may_replace(target)):
+        raise ContextualError(
+            f"{target} already holds other files; give a new or empty directory (it is replaced as a whole)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = sibling(target, ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        fsync_tree(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    replace_directory(tmp, target)
+
+
+@contextmanager
+def atomic_file(path: PathLike) -> Iterator[Path]:
+    """Yields ``<path>.tmp`` to write; on success it is fsynced and renamed over ``path``."""
+    target = Path(path)
+    tmp = sibling(target, ".tmp")
+    try:
+        yield tmp
+        fsync_file(tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, target)
+    fsync_directory(target.parent)
+
+
+def check_can_write(path: PathLike) -> Path:
+    """Fail now, before any work, if the file ``path`` cannot be written (its folder is missing or not
+    writable, or it is a directory)."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise IsADirectoryError(f"cannot write {target}: it is a directory; give a file name")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"cannot write {target}: the folder {folder} is not writable")
+    return target

@@ -1,0 +1,85 @@
+"""The integrity manifest of a model directory: ``manifest.json`` holds the size and SHA-256 digest
+of every file the loaders read (config.json, the weights, the vocabularies).
+
+Loading checks every listed file against it, so a flipped byte anywhere, a truncated copy or a
+missing shard is refused with the name of the file, before any weight is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from ..errors import ModelDirError
+from ..types import PathLike
+
+MANIFEST_NAME = "manifest.json"
+ALGORITHM = "sha256"
+WRITE_COMMAND = "spacy-contextual write-manifest"
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(directory: PathLike, names: list[str]) -> Path:
+    """Record the size and digest of ``names`` (files inside ``directory``) in its manifest.json."""
+    directory = Path(directory)
+    files = {
+        name: {"bytes": (directory / name).stat().st_size, ALGORITHM: file_digest(directory / name)} for name in names
+    }
+    path = directory / MANIFEST_NAME
+    path.write_text(json.dumps({"algorithm": ALGORITHM, "files": files}, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def read_manifest(directory: PathLike) -> dict[str, dict]:
+    """name -> {"bytes", "sha256"} of every file the manifest lists."""
+    path = Path(directory) / MANIFEST_NAME
+    if not path.is_file():
+        raise ModelDirError(
+            f"{directory} has no {MANIFEST_NAME} (the SHA-256 of its files), so its files cannot be checked; "
+            f"if you trust them, write one with: {WRITE_COMMAND} {directory}"
+        )
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        if manifest.get("algorithm") != ALGORITHM or not all(
+            isinstance(entry.get("bytes"), int) and isinstance(entry.get(ALGORITHM), str) for entry in files.values()
+        ):
+            raise ValueError(f'expected {{"algorithm": "{ALGORITHM}", "files": {{name: {{"bytes", "{ALGORITHM}"}}}}}}')
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ModelDirError(f"{path} is damaged ({error}); copy the model directory again") from None
+    return files
+
+
+def verify_manifest(directory: PathLike, required: list[str]) -> None:
+    """Every listed file has its recorded size and digest, and every file in ``required`` is listed."""
+    directory = Path(directory)
+    files = read_manifest(directory)
+    unlisted = sorted(set(required) - set(files))
+    if unlisted:
+        raise ModelDirError(
+            f"{directory / unlisted[0]} is not listed in {directory / MANIFEST_NAME}: the directory was changed "
+            "after it was saved; copy the model directory again"
+        )
+    for name, entry in files.items():
+        path = directory / name
+        if not path.is_file():
+            raise ModelDirError(f"{path} is missing (listed in {MANIFEST_NAME}); copy the whole model directory")
+        size = path.stat().st_size
+        if size != entry["bytes"]:
+            raise ModelDirError(
+                f"{path} has {size:,} bytes but {MANIFEST_NAME} records {entry['bytes']:,}: the file is truncated "
+                "or was replaced; copy the model directory again"
+            )
+        if file_digest(path) != entry[ALGORITHM]:
+            raise ModelDirError(
+                f"{path} does not match its SHA-256 in {MANIFEST_NAME}: the file is damaged (or was changed after "
+                "saving); copy the model directory again"
+            )

@@ -1,0 +1,145 @@
+"""The one schema of a model directory's ``config.json``, checked by every reader.
+
+    {"kind": K, "format_version": 1, <the keys of kind K>}
+
+Every key is required and has a type and a range; unknown keys are refused; nothing is filled in
+with a default, so no two readers can disagree about a missing value. ``info`` (where a kind has it)
+is free-form metadata (perplexities, training steps) and is not interpreted, except for the keys
+that the readers of that metadata check themselves. The biLM section is also what a saved spaCy
+pipeline stores for its ``elmo`` component, and is checked with the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..errors import ModelDirError
+from ..models.chars import N_CHARACTERS
+from ..models.seq2seq import ATTENTION_FORMS
+
+FORMAT_VERSIONS = (1,)
+PRECISIONS = ("float32", "float16", "int8")
+
+
+class Rule(NamedTuple):
+    expects: str  # what the value must be, for the message
+    test: Callable[[Any], bool]
+
+
+def integer(minimum: int) -> Rule:
+    return Rule(f"an integer >= {minimum}", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum)
+
+
+def number(minimum: float, maximum: float) -> Rule:
+    return Rule(
+        f"a number in [{minimum}, {maximum}]",
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and minimum <= v <= maximum,
+    )
+
+
+def positive_or_null() -> Rule:
+    return Rule(
+        "a number > 0, or null for none",
+        lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0),
+    )
+
+
+def one_of(*options: Any) -> Rule:
+    return Rule(f"one of {', '.join(map(repr, options))}", lambda v: not isinstance(v, bool) and v in options)
+
+
+BOOLEAN = Rule("true or false", lambda v: isinstance(v, bool))
+OBJECT = Rule("a JSON object", lambda v: isinstance(v, dict))
+FILTERS = Rule(
+    "a non-empty list of [width, count] pairs of integers >= 1",
+    lambda v: (
+        isinstance(v, list)
+        and len(v) > 0
+        and all(isinstance(p, list) and len(p) == 2 and all(integer(1).test(x) for x in p) for p in v)
+    ),
+)
+
+BILM = {  # models/bilm.py: BiLMConfig
+    "char_embedding_dim": integer(1),
+    "filters": FILTERS,
+    "n_highway": integer(0),
+    "activation": one_of("relu", "tanh"),
+    "n_characters": integer(N_CHARACTERS),
+    "lstm_dim": integer(1),
+    "projection_dim": integer(1),
+    "n_layers": integer(1),
+    "cell_clip": positive_or_null(),
+    "proj_clip": positive_or_null(),
+    "use_skip_connections": BOOLEAN,
+}
+SEQ2SEQ = {  # models/seq2seq.py: Seq2SeqConfig
+    "source_vocab_size": integer(1),
+    "target_vocab_size": integer(1),
+    "embedding_dim": integer(1),
+    "encoder_hidden": integer(1),
+    "encoder_layers": integer(1),
+    "target_embedding_dim": integer(1),
+    "decoder_hidden": integer(1),
+    "decoder_layers": integer(1),
+    "attention_form": one_of(*ATTENTION_FORMS),
+    "tie_embeddings": BOOLEAN,
+    "dropout": number(0.0, 1.0),
+    "pad_id": integer(0),
+    "bos_id": integer(0),
+    "eos_id": integer(0),
+}
+SCHEMAS = {
+    "elmo-bilm": {"bilm": BILM, "info": OBJECT},
+    "cove-mt": {"model": SEQ2SEQ, "precision": one_of(*PRECISIONS), "info": OBJECT},
+    "cove-encoder": {
+        "input_dim": integer(1),
+        "hidden_dim": integer(1),
+        "num_layers": integer(1),
+        "precision": one_of(*PRECISIONS),
+    },
+}
+
+
+def validate_config(config: Any, kind: str, source: str) -> dict[str, Any]:
+    """``config`` (config.json of ``source``) if it is a valid ``kind`` config; else ModelDirError."""
+    if not isinstance(config, dict):
+        raise ModelDirError(f"{source} holds a JSON {type(config).__name__}, not an object")
+    if "kind" not in config:
+        raise ModelDirError(f"{source} lacks the key 'kind': it is not a spacy-contextual model config")
+    if config["kind"] != kind:
+        raise ModelDirError(f"{source} describes a {config['kind']!r} model, not a {kind!r} model")
+    version = config.get("format_version")
+    if "format_version" not in config:
+        raise ModelDirError(f"{source} lacks the key 'format_version' ({', '.join(map(str, FORMAT_VERSIONS))})")
+    if not integer(1).test(version) or version not in FORMAT_VERSIONS:
+        newer = integer(1).test(version) and version > max(FORMAT_VERSIONS)
+        raise ModelDirError(
+            f"{source}: format_version {version!r} is not one this spacy-contextual reads "
+            f"({', '.join(map(str, FORMAT_VERSIONS))})"
+            + ("; it was written by a newer version: upgrade spacy-contextual" if newer else "")
+        )
+    rest = {k: v for k, v in config.items() if k not in ("kind", "format_version")}
+    validate_section(rest, SCHEMAS[kind], source)
+    return config
+
+
+def validate_section(values: Any, schema: dict[str, Any], source: str, prefix: str = "") -> dict[str, Any]:
+    """Every key of ``schema`` present and valid, no other key (``prefix`` names the section in messages)."""
+    if not isinstance(values, dict):
+        raise ModelDirError(f"{source}: {prefix.rstrip('.') or 'the config'} is {values!r}; expected a JSON object")
+    for key, rule in schema.items():
+        name = prefix + key
+        if key not in values:
+            expects = "an object" if isinstance(rule, dict) else rule.expects
+            raise ModelDirError(f"{source} lacks the key {name!r} ({expects}); the file is incomplete or damaged")
+        if isinstance(rule, dict):
+            validate_section(values[key], rule, source, name + ".")
+        elif not rule.test(values[key]):
+            raise ModelDirError(f"{source}: {name} is {values[key]!r}; expected {rule.expects}")
+    unknown = sorted(set(values) - set(schema))
+    if unknown:
+        raise ModelDirError(
+            f"{source} has unknown keys {[prefix + k for k in unknown]}; known: {[prefix + k for k in schema]}"
+        )
+    return values

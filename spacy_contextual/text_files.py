@@ -1,0 +1,101 @@
+"""Text input files (plain, or gzip whatever the name): numbered lines, and JSONL records.
+
+Bytes that are not UTF-8 are an error naming ``file:line`` (``errors="replace"`` puts U+FFFD in
+their place instead); a truncated gzip file is an error naming the file; a JSONL line that is not a
+JSON object is an error naming ``file:line``. Nothing is skipped silently except blank JSONL lines.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import ContextualError
+from .types import PathLike
+
+GZIP_MAGIC = b"\x1f\x8b"
+BYTE_ORDER_MARK = "\ufeff"
+ERROR_MODES = ("strict", "replace")
+UTF8_FIX = "re-encode the file as UTF-8"
+
+
+class InputFileError(ContextualError):
+    """An input file that cannot be read as the text (or JSONL) a command expects."""
+
+
+def is_file(path: PathLike) -> bool:
+    """``Path.is_file``, but False (not an OSError) for a path the system cannot look up, e.g. a name too long."""
+    try:
+        return Path(path).is_file()
+    except OSError:
+        return False
+
+
+def is_dir(path: PathLike) -> bool:
+    """``Path.is_dir``, but False (not an OSError) for a path the system cannot look up, e.g. a name too long."""
+    try:
+        return Path(path).is_dir()
+    except OSError:
+        return False
+
+
+def open_binary(path: PathLike) -> IO[bytes]:
+    """The file's bytes, decompressed when it starts with the gzip magic number (whatever its name)."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a directory; give a text file")
+    handle = path.open("rb")
+    if handle.peek(2)[:2] != GZIP_MAGIC:
+        return handle
+    handle.close()
+    return gzip.open(path, "rb")
+
+
+def raw_lines(path: PathLike) -> Iterator[bytes]:
+    """Every line of ``path`` as bytes, line break included."""
+    try:
+        with open_binary(path) as handle:
+            yield from handle
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise InputFileError(
+            f"{path}: the gzip data cannot be read ({error}); the file is truncated or damaged"
+        ) from None
+
+
+def decode_line(raw: bytes, path: PathLike, number: int, errors: str = "strict", fix: str = UTF8_FIX) -> str:
+    """Line ``number`` (from 1) of ``path``, decoded, without its line break or a leading byte-order mark."""
+    try:
+        text = raw.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as error:
+        raise InputFileError(
+            f"{path}:{number}: not UTF-8 text (byte {raw[error.start]:#04x} at column {error.start + 1}); {fix}"
+        ) from None
+    if number == 1:
+        text = text.removeprefix(BYTE_ORDER_MARK)
+    return text.rstrip("\r\n")
+
+
+def numbered_lines(path: PathLike, errors: str = "strict", fix: str = UTF8_FIX) -> Iterator[tuple[int, str]]:
+    """(line number from 1, decoded line) for every line of ``path``."""
+    if errors not in ERROR_MODES:
+        raise ValueError(f"errors must be one of {', '.join(ERROR_MODES)}, got {errors!r}")
+    for number, raw in enumerate(raw_lines(path), start=1):
+        yield number, decode_line(raw, path, number, errors, fix)
+
+
+def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSON Lines file."""
+    for number, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputFileError(f"{path}:{number}: not JSON ({error.msg} at column {error.colno})") from None
+        if not isinstance(record, dict):
+            raise InputFileError(f"{path}:{number}: a JSON {type(record).__name__}, not an object")
+        yield number, record
