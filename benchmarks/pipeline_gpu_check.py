@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from record import Results  # noqa: E402
 
 from spacy_contextual.devices import resolve_device, tf32  # noqa: E402
-from spacy_contextual.pipeline import elmo_model_dir_loader  # noqa: E402
+from spacy_contextual.layers import elmo_model_dir_loader  # noqa: E402
 from spacy_contextual.pipeline.doc_data import host_array  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "gpu" / "data"

@@ -47,8 +47,8 @@ def main() -> None:
 
     from spacy_contextual.embedders.elmo import ElmoEmbedder
     from spacy_contextual.formats.bilm_dir import save_bilm
+    from spacy_contextual.layers import elmo_model_dir_loader
     from spacy_contextual.models.bilm import BiLM, BiLMConfig
-    from spacy_contextual.pipeline import elmo_model_dir_loader
 
     model = args.model
     if args.random_like is not None:

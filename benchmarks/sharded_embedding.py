@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import os
 import platform
 import re
@@ -34,14 +35,17 @@ from record import record_entry  # noqa: E402
 TRAIN = SHARED_DATA / "lm_corpus" / "train.txt.gz"
 
 
-def first_lines(lines: int, path: Path) -> int:
-    """Write the first ``lines`` lines of the training corpus to ``path`` (.gz); their token count."""
-    tokens = 0
+def first_lines(lines: int, path: Path, cycle: int | None = None) -> tuple[int, int]:
+    """Write the first ``lines`` lines of the training corpus to ``path`` (.gz), or with ``cycle`` its
+    first ``cycle`` lines over and over; (their token count, the longest line's)."""
+    tokens = longest = 0
     with gzip.open(TRAIN, "rt", encoding="utf-8") as source, gzip.open(path, "wt", encoding="utf-8") as out:
-        for _, line in zip(range(lines), source, strict=False):
+        pool = itertools.cycle(list(itertools.islice(source, cycle))) if cycle else source
+        for line in itertools.islice(pool, lines):
             out.write(line)
             tokens += len(line.split())
-    return tokens
+            longest = max(longest, len(line.split()))
+    return tokens, longest
 
 
 def run(args: list[str], threads: int | None, cwd: Path) -> tuple[float, float, float]:
@@ -69,6 +73,12 @@ def main() -> None:
     parser.add_argument("--speed-lines", type=int, default=3000)
     parser.add_argument("--memory-lines", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--memory-processes", type=int, nargs="*", default=[2])
+    parser.add_argument(
+        "--cycle-lines",
+        type=int,
+        help="memory inputs repeat the first this many lines (the same sentences, so the same longest one, "
+        "at every size); default: the first N lines",
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
         "--with-threads",
@@ -82,11 +92,41 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0))
     lines = f"`python benchmarks/sharded_embedding.py --speed-lines {args.speed_lines} --memory-lines "
     lines += f"{' '.join(map(str, args.memory_lines))} --memory-processes {' '.join(map(str, args.memory_processes))}"
+    lines += f" --cycle-lines {args.cycle_lines}" if args.cycle_lines else ""
     lines += " --with-threads`" if args.with_threads else "`"
     report = [lines + f"; small size, random weights; {cores} cores.", ""]
 
+    if args.speed_lines:
+        report += speed_table(args, work, model, cores)
+    source = (
+        f"the first {args.cycle_lines} lines of lm_corpus train, repeated" if args.cycle_lines else "the first N lines"
+    )
+    report += [
+        f"Memory: `elmo --top` on N lines ({source}; .gz input); peak RSS of the largest process.",
+        "",
+        "| processes | lines | tokens | longest line (tokens) | seconds | peak RSS MB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for processes in args.memory_processes:
+        for count in args.memory_lines:
+            corpus = work / f"train_{count}.txt.gz"
+            tokens, longest = first_lines(count, corpus, args.cycle_lines)
+            print(f"memory: {processes} process(es), {count} lines: load average {os.getloadavg()[0]:.2f}", flush=True)
+            seconds, rss, _ = run(embed_args(corpus, work / "memory.hdf5", model, "--top", processes), None, work)
+            print(f"  {seconds:.1f} s, {rss:.0f} MB", flush=True)
+            report.append(f"| {processes} | {count} | {tokens} | {longest} | {seconds:.0f} | {rss:.0f} |")
+    table = "\n".join(report)
+    print(table)
+    if args.output:
+        machine = f"{platform.machine()}, {cores} cores"
+        heading = f"## {time.strftime('%Y-%m-%d')}: corpus embedding with 1 and 2 processes, memory against input size"
+        record_entry(args.output, f"{heading}\n\nMachine: {machine}.\n\n{table}")
+
+
+def speed_table(args, work: Path, model: Path, cores: int) -> list[str]:
+    """The speed rows: each setup ``args.rounds`` times in turn, the fastest round of each."""
     corpus = work / f"train_{args.speed_lines}.txt.gz"
-    tokens = first_lines(args.speed_lines, corpus)
+    tokens, _ = first_lines(args.speed_lines, corpus)
     setups = {"1 process, 1 thread": (1, 1), "`--processes 2`": (2, None)}
     if args.with_threads:
         setups[f"1 process, {cores} threads"] = (1, cores)
@@ -100,7 +140,7 @@ def main() -> None:
             whole = f"{tokens / seconds:,.0f} tokens/s whole process"
             print(f"  {name}: {seconds:.1f} s, {whole}, {rate:,.0f} tokens/s embedding, {rss:.0f} MB", flush=True)
     baseline = tokens / best["1 process, 1 thread"][0]
-    report += [
+    return [
         f"Speed: `elmo --all`, first {args.speed_lines} lines of lm_corpus train ({tokens} tokens), whole process, "
         f"fastest of {args.rounds} rounds.",
         "",
@@ -113,25 +153,7 @@ def main() -> None:
             for name, (s, rss, rate) in best.items()
         ),
         "",
-        "Memory: `elmo --top` on the first N lines (.gz input); peak RSS of the largest process.",
-        "",
-        "| processes | lines | tokens | seconds | peak RSS MB |",
-        "|---|---|---|---|---|",
     ]
-    for processes in args.memory_processes:
-        for count in args.memory_lines:
-            corpus = work / f"train_{count}.txt.gz"
-            tokens = first_lines(count, corpus)
-            print(f"memory: {processes} process(es), {count} lines: load average {os.getloadavg()[0]:.2f}", flush=True)
-            seconds, rss, _ = run(embed_args(corpus, work / "memory.hdf5", model, "--top", processes), None, work)
-            print(f"  {seconds:.1f} s, {rss:.0f} MB", flush=True)
-            report.append(f"| {processes} | {count} | {tokens} | {seconds:.0f} | {rss:.0f} |")
-    table = "\n".join(report)
-    print(table)
-    if args.output:
-        machine = f"{platform.machine()}, {cores} cores"
-        heading = f"## {time.strftime('%Y-%m-%d')}: corpus embedding with 1 and 2 processes, memory against input size"
-        record_entry(args.output, f"{heading}\n\nMachine: {machine}.\n\n{table}")
 
 
 if __name__ == "__main__":

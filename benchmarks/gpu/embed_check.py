@@ -4,8 +4,10 @@
    ``--device cpu``: every dataset equal to 1e-4;
 2. all ``--data`` sentences with ``--device cuda``: sentences/s (the wall time of the command,
    start-up included);
-3. where the command has ``--processes`` (the sharded run), the same with ``--processes 1``: its file
-   equals the one of 2 to 1e-5, and its time.
+3. the sharded path: the same under ``torchrun --nproc_per_node 1`` (one rank on GPU LOCAL_RANK, its
+   part files, OUTPUT written by rank 0), and with ``--processes 2`` where torch sees two GPUs or more
+   (one rank per GPU, OUTPUT of virtual datasets over the parts): each file equals the one of 2 to
+   1e-5, and its time.
 
 Inputs: ``--data`` (valid.txt from ``benchmarks/gpu/make_data.py``); the HDF5 files go to ``--work``;
 every row goes to ``--json`` as it is measured; the exit status is 1 if a check failed.
@@ -32,15 +34,23 @@ TOLERANCE = 1e-4
 SHARDED_TOLERANCE = 1e-5
 
 
-def embed(source: Path, target: Path, device: str, model: str | None, *extra: str, **env: str) -> float:
-    """Run the command; its wall time in seconds."""
-    command = ["spacy-contextual", "elmo", str(source), str(target), "--all", "--device", device, *extra]
+def embed(
+    source: Path, target: Path, device: str, model: str | None, *extra: str, launcher: tuple = (), **env: str
+) -> float:
+    """Run the command (after ``launcher``, e.g. torchrun's command line); its wall time in seconds."""
+    command = [*launcher, "spacy-contextual", "elmo", str(source), str(target), "--all", "--device", device, *extra]
     command += ["--model", model] if model else []
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env})
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return time.perf_counter() - started
+
+
+def torch_gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
 
 
 def max_difference(a: Path, b: Path) -> float:
@@ -78,14 +88,18 @@ def main() -> None:
         f"{len(lines) / seconds:,.1f}",
     )
 
-    usage = subprocess.run(["spacy-contextual", "elmo", "--help"], capture_output=True, text=True).stdout
-    if "--processes" not in usage:
-        results.add("sharded run (--processes 1)", "not run: this spacy-contextual elmo has no --processes option")
-    else:
-        seconds = embed(sentences, args.work / "sharded.hdf5", args.device, args.model, "--processes", "1")
-        difference = max_difference(args.work / "all.hdf5", args.work / "sharded.hdf5")
+    torchrun = (sys.executable, "-m", "torch.distributed.run", "--no-python", "--standalone", "--nproc_per_node", "1")
+    sharded = {"torchrun, 1 rank": dict(launcher=torchrun)}
+    if args.device.startswith("cuda") and torch_gpu_count() >= 2:
+        sharded["--processes 2 (one GPU each)"] = dict(extra=("--processes", "2"))
+    for name, how in sharded.items():
+        target = args.work / f"sharded_{len(name)}.hdf5"
+        seconds = embed(
+            sentences, target, args.device, args.model, *how.get("extra", ()), launcher=how.get("launcher", ())
+        )
+        difference = max_difference(args.work / "all.hdf5", target)
         results.add(
-            f"--processes 1, {len(lines)} sentences: max abs difference to the plain run; sentences/s",
+            f"{name}, {len(lines)} sentences: max abs difference to the plain run; sentences/s",
             f"{difference:.2e}; {len(lines) / seconds:,.1f}",
             difference <= SHARDED_TOLERANCE,
         )

@@ -11,7 +11,7 @@
 #   1. gpu_check.py           ELMo on CUDA vs the CPU at 1e-4 with TF32 off; speed fp32, TF32, bf16, fp16
 #   2. pipeline_gpu_check.py  spacy.require_gpu(): the elmo component on the GPU, fine-tuning, words/s
 #   3. train_check.py         200 steps of biLM training, a stop with its checkpoint, --resume; bf16
-#   4. embed_check.py         spacy-contextual elmo --device cuda (and --processes 1 where it exists)
+#   4. embed_check.py         spacy-contextual elmo --device cuda, and sharded (torchrun 1 rank; 2 GPUs: --processes 2)
 # Then OUT/gpu_check.json and OUT/gpu_check.md (report.py). Exit status 1 if any check failed.
 #
 # --cpu: the dry run: the same steps on the CPU with a tiny model and input

@@ -11,8 +11,8 @@ from thinc.api import SGD, Config, NumpyOps, fix_random_seed
 from util import LISTENER_CONFIG, LISTENER_TRAIN, bilm_state, build_listener_pipeline, tiny_bilm, train_steps
 
 from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.layers import layer_weights
 from spacy_contextual.layers.layer_mix import LayerMix
-from spacy_contextual.pipeline import layer_weights
 
 torch.set_num_threads(1)
 

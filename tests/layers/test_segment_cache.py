@@ -11,8 +11,8 @@ import torch
 from util import build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
 
 from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.layers import cove_model_dir_loader, elmo_model_dir_loader
 from spacy_contextual.layers.segment_cache import MIB, SegmentCache
-from spacy_contextual.pipeline import cove_model_dir_loader, elmo_model_dir_loader
 
 torch.set_num_threads(1)
 TEXTS = [

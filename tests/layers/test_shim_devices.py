@@ -8,7 +8,7 @@ import torch
 from util import tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.formats.bilm_dir import save_bilm
-from spacy_contextual.pipeline import cove_model_dir_loader, elmo_model_dir_loader
+from spacy_contextual.layers import cove_model_dir_loader, elmo_model_dir_loader
 
 HAS_CUDA = torch.cuda.is_available()
 

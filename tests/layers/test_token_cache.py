@@ -12,9 +12,9 @@ from util import build_listener_pipeline, tiny_bilm, train_steps
 
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.layers import elmo_model_dir_loader
 from spacy_contextual.models.chars import batch_to_ids
 from spacy_contextual.models.token_cache import TokenVectorCache
-from spacy_contextual.pipeline import elmo_model_dir_loader
 
 torch.set_num_threads(1)
 TEXTS = [

@@ -12,7 +12,7 @@ from thinc.api import fix_random_seed
 from util import bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
 
 from spacy_contextual.formats.bilm_dir import save_bilm
-from spacy_contextual.pipeline import cove_model_dir_loader
+from spacy_contextual.layers import cove_model_dir_loader
 
 TEXTS = ["I like green eggs", "The man rides a horse by the river bank ."]
 

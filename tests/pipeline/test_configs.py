@@ -17,7 +17,7 @@ from util import DATA, REPO, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.cli import app
 from spacy_contextual.formats.bilm_dir import save_bilm
-from spacy_contextual.pipeline import layer_weights
+from spacy_contextual.layers import layer_weights
 
 ROOT = REPO
 CONFIGS = ROOT / "configs"

@@ -13,7 +13,7 @@ from util import tiny_cove_dir
 
 from spacy_contextual.embedders.cove import CoveEmbedder
 from spacy_contextual.formats import bundled
-from spacy_contextual.pipeline import cove_model_dir_loader, layer_weights
+from spacy_contextual.layers import cove_model_dir_loader, layer_weights
 
 torch.set_num_threads(1)
 TEXT = "The man rides a horse. A zebra rides the bank."  # "zebra": outside the vocabulary

@@ -14,7 +14,8 @@ from util import tiny_bilm
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats import bundled
 from spacy_contextual.formats.bilm_dir import save_bilm
-from spacy_contextual.pipeline import ContextualData, elmo_bilm_tf_loader, elmo_model_dir_loader, set_vector_hooks
+from spacy_contextual.layers import elmo_bilm_tf_loader, elmo_model_dir_loader
+from spacy_contextual.pipeline import ContextualData, set_vector_hooks
 
 torch.set_num_threads(1)
 TEXT = "The bank raised its rates. We sat on the river bank."
