@@ -28,7 +28,7 @@ from spacy.language import Language
 from spacy.tokens import DocBin
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
-from util import DATA, FIXTURES, REPO, tiny_config
+from util import DATA, FIXTURES, REPO, build_listener_pipeline, tiny_config, train_steps
 
 from spacy_contextual.cli import app
 from spacy_contextual.embedders import load_encoder
@@ -147,6 +147,23 @@ def test_n_process_2_finishes_and_matches_one_process(pipelines, one_process, ki
         np.testing.assert_allclose(layers_of(doc, kind), expected, atol=1e-5)
     worker_threads = {doc.user_data["torch_threads"] for doc in docs}
     assert max(worker_threads) * 2 <= default_threads  # N processes x threads <= the parent's threads
+
+
+@pytest.mark.timeout(180)
+def test_n_process_2_with_trained_listeners_after_spacy_load(default_threads, tmp_path):
+    """A trained pipeline (bundled ELMo, a tagger and a textcat each listening with its own mix),
+    saved and loaded: workers give the tags, categories and layers of one process."""
+    nlp, examples, optimizer = build_listener_pipeline(bundled_model_dir("elmo"))
+    train_steps(nlp, examples, optimizer, 3)
+    nlp.to_disk(tmp_path / "trained")
+    nlp = spacy.load(tmp_path / "trained")
+    texts = [text for text in TEXTS if text.strip()]
+    single = list(nlp.pipe(texts))
+    docs = list(nlp.pipe(texts, n_process=2, batch_size=3))
+    for expected, doc in zip(single, docs, strict=True):
+        assert [t.tag_ for t in doc] == [t.tag_ for t in expected]
+        assert doc.cats == pytest.approx(expected.cats, abs=1e-5)
+        np.testing.assert_allclose(layers_of(doc, "elmo"), layers_of(expected, "elmo"), atol=1e-5)
 
 
 @pytest.mark.slow
