@@ -11,14 +11,12 @@ OUTPUT's folder) is checked before a model loads; torch and h5py load only when 
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..errors import ContextualError
 from ._app import app
 from .launch import launch_local
 
@@ -149,7 +147,9 @@ def _run(job: EmbedJob, processes: int | None) -> None:
         raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
     if job.errors not in ("strict", "replace"):
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
-    check_output_folder(job.output_file)
+    from ..formats.atomic import check_can_write
+
+    check_can_write(job.output_file)
     if processes is not None and processes > 1:
         from ..embedders.corpus_text import Corpus
 
@@ -157,22 +157,6 @@ def _run(job: EmbedJob, processes: int | None) -> None:
         launch_local(processes, run_job, replace(job, lines=lines))
     else:
         run_job(job)
-
-
-def check_output_folder(output: Path) -> None:
-    """Refuse an OUTPUT that cannot be written, before anything is loaded."""
-    if output.is_dir():
-        raise ContextualError(f"{output} is a directory; give the path of the HDF5 file to write")
-    folder = output.parent
-    if not folder.is_dir():
-        raise ContextualError(f"{folder} does not exist (the folder of {output.name}); create it first")
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        raise ContextualError(
-            f"cannot write to {folder} ({error.strerror}); choose a folder you can write to"
-        ) from None
 
 
 def run_job(job: EmbedJob) -> None:

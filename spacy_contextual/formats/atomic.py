@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -115,14 +116,19 @@ def atomic_file(path: PathLike) -> Iterator[Path]:
 
 
 def check_can_write(path: PathLike) -> Path:
-    """Fail now, before any work, if the file ``path`` cannot be written (its folder is missing or not
-    writable, or it is a directory)."""
+    """Fail now, before any work, if the file ``path`` cannot be written: it is a directory, its folder
+    is missing, or a file cannot be created there (tried, so a read-only mount counts too)."""
     target = Path(path)
     folder = target.parent
     if target.is_dir():
         raise IsADirectoryError(f"cannot write {target}: it is a directory; give a file name")
     if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise PermissionError(f"cannot write {target}: the folder {folder} is not writable")
+        raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist; create it first")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise PermissionError(
+            f"cannot write to {folder} ({error.strerror}); choose a folder you can write to"
+        ) from None
     return target
