@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import h5py
-from record import record_entry
+from record import publish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from elmo_speed import VALID, random_bilm  # noqa: E402
@@ -135,9 +135,7 @@ def main() -> None:
             )
     table.append(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     text = "\n".join(table) + "\n"
-    print(text)
-    if args.output:
-        record_entry(args.output, text)
+    publish(text, args.output)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import torch
-from record import record_entry
+from record import publish
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -239,9 +239,7 @@ def main() -> None:
         speed = f"{r['tokens_per_s']:.0f} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f}"
         table.append(f"| {size} | {label} | {speed} | {lstm} | {cnn} | {r['peak_rss_mb']:.0f} |")
     text = "\n".join(table) + "\n"
-    print(text)
-    if args.output:
-        record_entry(args.output, text)
+    publish(text, args.output)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from itertools import islice
 from pathlib import Path
 
 import torch
-from record import record_entry
+from record import publish
 
 from spacy_contextual.models.bilm import BiLMConfig
 from spacy_contextual.training.config import PretrainConfig
@@ -102,9 +102,7 @@ def main() -> None:
         "",
         f"Command: `python benchmarks/mixed_precision_training.py --steps {args.steps} --every {args.every}`",
     ]
-    print("\n".join(lines))
-    if args.output:
-        record_entry(args.output, "\n".join(lines))
+    publish("\n".join(lines), args.output)
 
 
 if __name__ == "__main__":

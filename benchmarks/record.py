@@ -29,6 +29,13 @@ def record_entry(path: Path, entry: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def publish(entry: str, path: Path | None) -> None:
+    """Print ``entry``, and record it in the history file ``path`` when one is given."""
+    print(entry)
+    if path:
+        record_entry(path, entry)
+
+
 class Results:
     """The rows of one check, rewritten to ``path`` (JSON) after every row, so that a run that dies
     keeps what it measured: ``{"check": name, **info, "rows": [{"what", "value", "ok"}, ...]}``.

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import torch
-from record import record_entry
+from record import publish
 
 SHAPES = [  # (label, M, K, N)
     ("square 2048", 2048, 2048, 2048),
@@ -88,9 +88,7 @@ def main() -> None:
         print(lines[-1], flush=True)
     lines.append(f"\nload average {os.getloadavg()[0]:.2f} at end")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.output:
-        record_entry(args.output, text)
+    publish(text, args.output)
 
 
 if __name__ == "__main__":

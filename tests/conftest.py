@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from util import FIXTURES, tiny_bilm
+from util import FIXTURES, tiny_bilm, torch_threads
 
 
 def pytest_addoption(parser):
@@ -36,6 +36,12 @@ def tiny_model_dir(tmp_path):
     from spacy_contextual.formats.bilm_dir import save_bilm
 
     return save_bilm(tiny_bilm(), tmp_path / "tiny_elmo")
+
+
+@pytest.fixture
+def one_thread():
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture

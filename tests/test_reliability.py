@@ -28,7 +28,7 @@ from spacy.language import Language
 from spacy.tokens import DocBin
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
-from util import DATA, FIXTURES, REPO, build_listener_pipeline, tiny_config, train_steps
+from util import DATA, FIXTURES, REPO, build_listener_pipeline, tiny_config, torch_threads, train_steps
 
 from spacy_contextual.cli import app
 from spacy_contextual.embedders import load_encoder
@@ -60,11 +60,9 @@ SKIP = FIXTURES / "tf_golden_allennlp_skip"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def one_thread_here():
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,8 @@ listener pipeline, and the tiny models the dashboard tests serve."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -175,6 +177,18 @@ def train_steps(nlp, examples, optimizer, steps):
     for _ in range(steps):
         nlp.update(examples, sgd=optimizer, losses=losses)
     return losses
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Torch on ``count`` threads in this process inside the block, as each worker or rank runs (two
+    threads on a shared 2-core machine crawl)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 # -- tiny models for the dashboard tests --------------------------------------------------------

@@ -103,33 +103,21 @@ def sense_scatter(
     fig = go.Figure(list(category_traces(frame, color, color_map(frame[color]), 8 if len(frame) < 1000 else 4, 0.8)))
     neighbours = list(neighbours)
     if neighbours:
-        hits = frame.iloc[neighbours]
-        fig.add_trace(
-            go.Scatter(
-                x=hits["x"],
-                y=hits["y"],
-                mode="markers",
-                name=f"{len(hits)} {NEIGHBOURS_NAME}",
-                marker={"size": 16, "symbol": "circle-open", "line": {"width": 2.5}, "color": "#111"},
-                customdata=_hover(hits),
-                hovertemplate=HOVER,
-            )
-        )
+        marker = {"size": 16, "symbol": "circle-open", "line": {"width": 2.5}, "color": "#111"}
+        fig.add_trace(_marked(frame.iloc[neighbours], f"{len(neighbours)} {NEIGHBOURS_NAME}", marker))
     if selected is not None:
-        query = frame.iloc[[selected]]
-        fig.add_trace(
-            go.Scatter(
-                x=query["x"],
-                y=query["y"],
-                mode="markers",
-                name=f"{SELECTED_NAME} #{selected}",
-                marker={"size": 20, "symbol": "star", "color": "#ffd400", "line": {"width": 1.5, "color": "#111"}},
-                customdata=_hover(query),
-                hovertemplate=HOVER,
-            )
-        )
+        marker = {"size": 20, "symbol": "star", "color": "#ffd400", "line": {"width": 1.5, "color": "#111"}}
+        fig.add_trace(_marked(frame.iloc[[selected]], f"{SELECTED_NAME} #{selected}", marker))
     fig.update_layout(legend_title_text=color, clickmode="event+select", **_layout(title, axis_titles, height))
     return fig
+
+
+def _marked(points: pd.DataFrame, name: str, marker: dict) -> go.Scatter:
+    """A trace that marks ``points`` (rows of the point frame) above the categories."""
+    return go.Scatter(
+        x=points["x"], y=points["y"], mode="markers", name=name, marker=marker, customdata=_hover(points),
+        hovertemplate=HOVER,
+    )  # fmt: skip
 
 
 def _layout(title: str, axis_titles: tuple[str, str], height: int) -> dict:

@@ -56,15 +56,6 @@ def corpus(folder, lines):
     return path
 
 
-@pytest.fixture
-def one_thread():
-    """Embed in this process on one thread, as each rank does (2 threads on a shared 2-core machine crawl)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def reference(model, lines):
     """All layers of every line, from the Python API in this process, and the sentence index."""

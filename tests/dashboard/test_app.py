@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import streamlit as st
 import torch
 import util as app_models
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -407,6 +408,8 @@ def test_pages_without_any_model_say_what_to_do(monkeypatch, tmp_path):
     for variable in ("SPACY_CONTEXTUAL_ELMO_MODEL", "SPACY_CONTEXTUAL_COVE_MODEL", "SPACY_CONTEXTUAL_PIPELINE"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr(bundled, "ASSETS", tmp_path)  # an installation without its bundled models
+    st.cache_resource.clear()  # models that earlier pages of this process loaded would answer instead
+    st.cache_data.clear()
     at = run_page("pages/1_Sense_explorer.py")
     assert "the bundled elmo model is missing" in messages(at)
     at = run_page("pages/3_CoVe_attention.py")
