@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -106,9 +105,8 @@ def main() -> None:
     )
     print(table)
     if args.output:
-        machine = f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} thread(s)"
         heading = f"## {time.strftime('%Y-%m-%d')}: command-line start-up, before and after"
-        record_entry(args.output, f"{heading}\n\nMachine: {machine}.\n\n{table}")
+        record_entry(args.output, f"{heading}\n\n{args.threads} thread(s).\n\n{table}")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ HISTORY = Path(__file__).resolve().parent / "history"
 
 
 def record_entry(path: Path, entry: str) -> None:
-    """Insert ``entry`` (Markdown starting with a ``## `` heading) above the newest entry of ``path``."""
-    entry = entry.strip("\n")
-    if not entry.startswith("## "):
-        raise ValueError(f"a history entry starts with a '## DATE: what' heading, not {entry[:40]!r}")
+    """Insert ``entry`` (Markdown starting with a ``## `` heading) above the newest entry of ``path``, with
+    the machine line under its heading."""
+    if not entry.strip("\n").startswith("## "):
+        raise ValueError(f"a history entry starts with a '## DATE: what' heading, not {entry.strip()[:40]!r}")
+    entry = with_machine(entry)
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     first = text.find("\n## ")
     if first < 0:
@@ -29,9 +30,17 @@ def record_entry(path: Path, entry: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def with_machine(entry: str) -> str:
+    """``entry`` with a line naming the CPU it ran on (its flags decide bf16 speed) under its heading."""
+    from spacy_contextual.hardware import describe_cpu
+
+    heading, _, rest = entry.strip("\n").partition("\n")
+    return f"{heading}\n\nMachine: {describe_cpu()}.\n{rest}".rstrip("\n")
+
+
 def publish(entry: str, path: Path | None) -> None:
-    """Print ``entry``, and record it in the history file ``path`` when one is given."""
-    print(entry)
+    """Print ``entry`` with its machine line, and record it in the history file ``path`` when one is given."""
+    print(with_machine(entry))
     if path:
         record_entry(path, entry)
 

@@ -1,4 +1,5 @@
-"""This CPU's float32 matrix-product rate (GFLOP/s = 2*M*K*N / seconds) at the shapes of the ELMo LSTM.
+"""This CPU's matrix-product rate (GFLOP/s = 2*M*K*N / seconds) at the shapes of the ELMo LSTM, in
+float32 and (``--dtype bfloat16``) in bf16 with float32 accumulation, torch's bf16 ``mm``.
 
 An (M x K) @ (K x N) product costs 2*M*K*N floating-point operations. Shapes:
 
@@ -14,6 +15,7 @@ its transpose, as ``models/lstm.py`` now computes the gates (MKL runs the two at
 Each cell is the best of ``--repeats`` timings after a warm-up.
 
     python benchmarks/sgemm_peak.py --threads 1 2 [--output benchmarks/history/elmo_inference.md]
+    python benchmarks/sgemm_peak.py --threads 1 2 --dtype float32 bfloat16 --only original small  # bf16 vs fp32
 """
 
 from __future__ import annotations
@@ -45,10 +47,10 @@ SHAPES = [  # (label, M, K, N)
 ]
 
 
-def gflops(m: int, k: int, n: int, weight_left: bool, repeats: int) -> float:
-    x, weight = torch.randn(m, k), torch.randn(n, k)
+def gflops(m: int, k: int, n: int, weight_left: bool, repeats: int, dtype: torch.dtype = torch.float32) -> float:
+    x, weight = torch.randn(m, k, dtype=dtype), torch.randn(n, k, dtype=dtype)
     left, right = (weight, x.t()) if weight_left else (x, weight.t())
-    out = torch.empty(left.shape[0], right.shape[1])
+    out = torch.empty(left.shape[0], right.shape[1], dtype=dtype)
     flops = 2 * m * k * n
     calls = max(1, int(2e9 // flops))  # about 2 GFLOP per timing
     torch.mm(left, right, out=out)
@@ -65,25 +67,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dtype", nargs="+", default=["float32"], choices=["float32", "bfloat16"])
+    parser.add_argument("--only", nargs="+", default=[""], help="the shapes whose label contains one of these words")
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
     torch.manual_seed(0)
+    runs = [(dtype, threads) for dtype in args.dtype for threads in args.threads]
     header = "| shape (M x K x N) | " + " | ".join(
-        f"{t} thread{'s' * (t > 1)}: x @ W.t() / W @ x.t()" for t in args.threads
+        f"{dtype} {t} thread{'s' * (t > 1)}: x @ W.t() / W @ x.t()" for dtype, t in runs
     )
     lines = [
-        f"## {time.strftime('%Y-%m-%d %H:%M')}: SGEMM rate of this CPU at the LSTM's shapes\n",
-        f"`python benchmarks/sgemm_peak.py {' '.join(sys.argv[1:])}`: GFLOP/s of torch.mm, float32, "
+        f"## {time.strftime('%Y-%m-%d %H:%M')}: GEMM rate of this CPU at the LSTM's shapes ({', '.join(args.dtype)})\n",
+        f"`python benchmarks/sgemm_peak.py {' '.join(sys.argv[1:])}`: GFLOP/s of torch.mm, "
         f"torch {torch.__version__}, load average {os.getloadavg()[0]:.2f} at start",
         "",
         header + " |",
-        "|---" * (1 + len(args.threads)) + "|",
+        "|---" * (1 + len(runs)) + "|",
     ]
-    for label, m, k, n in SHAPES:
+    for label, m, k, n in [shape for shape in SHAPES if any(word in shape[0] for word in args.only)]:
         cells = []
-        for threads in args.threads:
+        for dtype_name, threads in runs:
             torch.set_num_threads(threads)
-            cells.append(f"{gflops(m, k, n, False, args.repeats):.0f} / {gflops(m, k, n, True, args.repeats):.0f}")
+            dtype = getattr(torch, dtype_name)
+            cells.append(
+                f"{gflops(m, k, n, False, args.repeats, dtype):.0f} / {gflops(m, k, n, True, args.repeats, dtype):.0f}"
+            )
         lines.append(f"| {label} ({m} x {k} x {n}) | " + " | ".join(cells) + " |")
         print(lines[-1], flush=True)
     lines.append(f"\nload average {os.getloadavg()[0]:.2f} at end")

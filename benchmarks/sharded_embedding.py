@@ -20,7 +20,6 @@ import argparse
 import gzip
 import itertools
 import os
-import platform
 import re
 import shutil
 import sys
@@ -118,9 +117,8 @@ def main() -> None:
     table = "\n".join(report)
     print(table)
     if args.output:
-        machine = f"{platform.machine()}, {cores} cores"
         heading = f"## {time.strftime('%Y-%m-%d')}: corpus embedding with 1 and 2 processes, memory against input size"
-        record_entry(args.output, f"{heading}\n\nMachine: {machine}.\n\n{table}")
+        record_entry(args.output, f"{heading}\n\n{table}")
 
 
 def speed_table(args, work: Path, model: Path, cores: int) -> list[str]:

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from util import DATA, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.hardware import describe_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -176,11 +177,13 @@ def test_benchmark_runs_are_recorded_newest_first(tmp_path):
     """The speed scripts' --output: a new run goes above the newest entry."""
     history = tmp_path / "topic.md"
     history.write_text("# Topic\n\nNewest first.\n\n## 2026-11-29: first run\n\n| a |\n")
+    machine = f"Machine: {describe_cpu()}."  # every entry names the CPU it ran on
     record_entry(history, "## 2026-12-01: second run\n\n| b |\n")
     assert history.read_text() == (
-        "# Topic\n\nNewest first.\n\n## 2026-12-01: second run\n\n| b |\n\n## 2026-11-29: first run\n\n| a |\n"
+        f"# Topic\n\nNewest first.\n\n## 2026-12-01: second run\n\n{machine}\n\n| b |\n\n"
+        "## 2026-11-29: first run\n\n| a |\n"
     )
     record_entry(tmp_path / "new.md", "## 2026-12-01: run\n")
-    assert (tmp_path / "new.md").read_text() == "## 2026-12-01: run\n"
+    assert (tmp_path / "new.md").read_text() == f"## 2026-12-01: run\n\n{machine}\n"
     with pytest.raises(ValueError, match="starts with a '## DATE: what' heading"):
         record_entry(history, "| no heading |")

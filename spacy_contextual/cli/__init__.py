@@ -7,6 +7,7 @@ from . import (
     cove,  # noqa: F401,E402
     dashboard,  # noqa: F401,E402
     embed,  # noqa: F401,E402
+    info,  # noqa: F401,E402
     model_dir,  # noqa: F401,E402
     train,  # noqa: F401,E402
 )
