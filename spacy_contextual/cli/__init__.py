@@ -8,6 +8,7 @@ from . import (
     dashboard,  # noqa: F401,E402
     embed,  # noqa: F401,E402
     model_dir,  # noqa: F401,E402
+    models,  # noqa: F401,E402
     train,  # noqa: F401,E402
 )
 from ._app import app
