@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import ContextualError
+from ..errors import ContextualError, quoted
 from ..types import PathLike
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
@@ -160,7 +160,7 @@ def find_entry(name: str, user_catalog: PathLike | None = None) -> CatalogEntry 
 def get_entry(name: str, user_catalog: PathLike | None = None) -> CatalogEntry:
     entry = find_entry(name, user_catalog)
     if entry is None:
-        raise CatalogError(f"{name!r} is not in the model catalog; `spacy-contextual models` lists the names")
+        raise CatalogError(f"{quoted(name)} is not in the model catalog; `spacy-contextual models` lists the names")
     return entry
 
 

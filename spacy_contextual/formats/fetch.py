@@ -216,8 +216,9 @@ def _cause(error: Exception, sha256: str | None, origin: str) -> str:
 
     if isinstance(error, requests.HTTPError) and error.response is not None:
         return f"HTTP {error.response.status_code} {error.response.reason}".rstrip()
-    if isinstance(error, requests.Timeout):
-        return f"timed out (no data for {download_timeout():g} s; {TIMEOUT_ENV} sets the limit)"
+    timed_out = f"timed out (no data for {download_timeout():g} s; {TIMEOUT_ENV} sets the limit)"
+    if isinstance(error, requests.Timeout) or "timed out" in str(error).lower():  # mid-file: a ConnectionError
+        return timed_out
     if isinstance(error, requests.exceptions.ChunkedEncodingError):
         return "the connection dropped before the whole file arrived"
     if isinstance(error, requests.ConnectionError):
