@@ -2,8 +2,7 @@
 requests per path, and misbehaves on demand (per path): "404", "500", "drop" (announces the full
 length, sends half, closes), "slow" (sends the headers, then nothing for ``stall`` seconds),
 "trickle" (the whole file in small pieces over ``trickle_seconds``), "corrupt" (one byte flipped).
-Range requests are honoured only when ``ranges`` is set (pooch never sends one: a killed download
-restarts from the beginning).
+No Range requests: pooch never sends one (a killed download restarts from the beginning).
 
 Also the random-weight files in each published layout that the tests serve, and a catalog for them.
 """
@@ -32,7 +31,6 @@ class ModelServer:
         self.sent: Counter[str] = Counter()
         self.stall = 30.0
         self.trickle_seconds = 3.0
-        self.ranges = False
         handler = type("Handler", (_Handler,), {"owner": self})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
@@ -74,16 +72,10 @@ class _Handler(BaseHTTPRequestHandler):
         data = server.files[path]
         if mode == "corrupt":
             data = data[:-1] + bytes([data[-1] ^ 0xFF])
-        start = 0
-        if server.ranges and self.headers.get("Range", "").startswith("bytes="):
-            start = int(self.headers["Range"][6:].split("-")[0])
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-        else:
-            self.send_response(200)
-        self.send_header("Content-Length", str(len(data) - start))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        body = data[start:]
+        body = data
         try:
             if mode == "drop":
                 self._send(path, body[: len(body) // 2])

@@ -109,7 +109,7 @@ def refetch(entry: CatalogEntry, report: Callable[[str], None] = report_to_stder
     try:
         return fetch(entry, report, progressbar)
     except CacheError:
-        if is_offline() or read_record_or_none(target) is None:
+        if is_offline() or not (target / RECORD_NAME).is_file():  # offline, or nothing of ours to replace
             raise
     report(f"{entry.name}: the cached copy in {target} fails its check; downloading it again")
     return _download_locked(entry, target, report, progressbar, refresh=True)

@@ -29,7 +29,7 @@ def server():
 def home(tmp_path, monkeypatch):
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(OFFLINE_ENV, raising=False)
-    monkeypatch.delenv(CATALOG_ENV, raising=False)
+    monkeypatch.setenv(CATALOG_ENV, "")  # --catalog sets it: restored after each test
     return tmp_path / "cache"
 
 

@@ -185,6 +185,16 @@ def test_a_cached_file_changed_later_is_refused_and_a_changed_server_file_too(
     assert weights.read_bytes() == bilm_files["weights.hdf5"]
 
 
+def test_a_damaged_record_is_refused_and_download_replaces_it(tmp_path, monkeypatch, home, server, bilm_files):
+    use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
+    directory = resolve_model_dir("elmo", "tiny")
+    (directory / RECORD_NAME).write_text("{", encoding="utf-8")
+    with pytest.raises(CacheError, match=f"{RECORD_NAME} is damaged .*spacy-contextual download tiny"):
+        resolve_model_dir("elmo", "tiny")
+    assert refetch(get_entry("tiny"), progressbar=False) == directory
+    assert read_record(directory)["files"]["weights.hdf5"]["bytes"] == len(bilm_files["weights.hdf5"])
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
