@@ -18,7 +18,6 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ContextualError, quoted
@@ -123,24 +122,19 @@ def _entry(origin: str, name: str, spec: object) -> CatalogEntry:
     )
 
 
-@lru_cache(maxsize=8)
-def _read(path: str, mtime_ns: int) -> dict[str, CatalogEntry]:
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CatalogError(f"cannot read the model catalog {path} ({error}); give a JSON file") from None
-    models = document.get("models") if isinstance(document, dict) else None
-    if not isinstance(models, dict):
-        raise CatalogError(f'the model catalog {path} has no "models" object: {{"models": {{name: entry}}}}')
-    return {name: _entry(path, name, spec) for name, spec in models.items()}
-
-
 def read_catalog(path: PathLike) -> dict[str, CatalogEntry]:
     """The entries of one catalog file, validated."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise CatalogError(f"the model catalog {path} does not exist; give the path of a catalog JSON file")
-    return _read(str(path.resolve()), path.stat().st_mtime_ns)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CatalogError(f"cannot read the model catalog {path} ({error}); give a JSON file") from None
+    models = document.get("models") if isinstance(document, dict) else None
+    if not isinstance(models, dict):
+        raise CatalogError(f'the model catalog {path} has no "models" object: {{"models": {{name: entry}}}}')
+    return {name: _entry(str(path), name, spec) for name, spec in models.items()}
 
 
 def load_catalog(user_catalog: PathLike | None = None) -> dict[str, CatalogEntry]:

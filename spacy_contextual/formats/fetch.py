@@ -148,16 +148,17 @@ def _download(
     entry: CatalogEntry, target: Path, previous: dict | None, report: Callable[[str], None], progressbar: bool
 ) -> Path:
     trusted = previous["downloads"] if previous else {}
+
+    def announce(url: str) -> None:
+        report(f"downloading {url}\n  into {target}")
+
     with atomic_directory(target, may_replace=lambda path: (path / RECORD_NAME).is_file()) as folder:
         downloads = {}
         for file in entry.files:
-            report(f"downloading {file.urls[0]}\n  into {target}")
             expected = file.sha256 or trusted.get(file.name, {}).get("sha256")
             origin = "published" if file.sha256 else "recorded at the first download"
             staging = folder / STAGING if file.unpack else folder
-            url, path = _download_file(file, staging, expected, origin, progressbar)
-            digest = file_digest(path)
-            _check_published(file, url, path, digest)
+            url, path, digest = _download_file(file, staging, expected, origin, progressbar, announce)
             check = PUBLISHED if file.sha256 else (PREFIX if file.sha256_prefix else TRUSTED)
             downloads[file.name] = {"url": url, "bytes": path.stat().st_size, "sha256": digest, "check": check}
             if file.unpack:
@@ -169,26 +170,41 @@ def _download(
 
 
 def _download_file(
-    file: CatalogFile, folder: Path, sha256: str | None, origin: str, progressbar: bool
-) -> tuple[str, Path]:
-    """Download ``file`` from its first URL that works; returns (the URL used, the local path)."""
+    file: CatalogFile,
+    folder: Path,
+    sha256: str | None,
+    origin: str,
+    progressbar: bool,
+    announce: Callable[[str], None],
+) -> tuple[str, Path, str]:
+    """Download ``file`` from its first URL that gives the expected bytes; returns (that URL, the local
+    path, its SHA-256)."""
     import pooch
 
     pooch.get_logger().setLevel(logging.WARNING)  # we print our own line per download
     failures = []
     for url in file.urls:
+        announce(url)
         try:
-            path = pooch.retrieve(
-                url,
-                known_hash=f"sha256:{sha256}" if sha256 else None,
-                fname=file.name,
-                path=folder,
-                downloader=_downloader(url, progressbar),
-                progressbar=progressbar,
+            path = Path(
+                pooch.retrieve(
+                    url,
+                    known_hash=f"sha256:{sha256}" if sha256 else None,
+                    fname=file.name,
+                    path=folder,
+                    downloader=_downloader(url, progressbar),
+                    progressbar=progressbar,
+                )
             )
-            return url, Path(path)
         except Exception as error:  # pooch and requests raise many types; each becomes one cause
             failures.append(f"{url}: {_cause(error, sha256, origin)}")
+            continue
+        digest = file_digest(path)
+        mismatch = _published_mismatch(file, path.stat().st_size, digest)
+        if mismatch is None:
+            return url, path, digest
+        path.unlink()
+        failures.append(f"{url}: {mismatch}")
     raise FetchError(f"could not download {file.name}: " + "; ".join(failures))
 
 
@@ -241,15 +257,16 @@ def _cause(error: Exception, sha256: str | None, origin: str) -> str:
     return f"{type(error).__name__}: {error}"[:200]
 
 
-def _check_published(file: CatalogFile, url: str, path: Path, digest: str) -> None:
-    size = path.stat().st_size
+def _published_mismatch(file: CatalogFile, size: int, digest: str) -> str | None:
+    """What differs from the published size or SHA-256 prefix, if anything."""
     if file.bytes is not None and size != file.bytes:
-        raise FetchError(f"could not download {file.name}: {url}: {size:,} bytes arrived, {file.bytes:,} published")
+        return f"{size:,} bytes arrived, {file.bytes:,} are published"
     if file.sha256_prefix and not digest.startswith(file.sha256_prefix):
-        raise FetchError(
-            f"could not download {file.name}: {url}: wrong SHA-256 {digest}: the published prefix is "
-            f"{file.sha256_prefix}; the file is corrupted or is not the one published"
+        return (
+            f"wrong SHA-256 {digest}: the published prefix is {file.sha256_prefix}; the file is corrupted or is not "
+            "the one published"
         )
+    return None
 
 
 def _unpack_into(archive: Path, folder: Path) -> None:

@@ -239,6 +239,24 @@ def test_a_mirror_is_used_when_the_first_url_fails(tmp_path, monkeypatch, home, 
     assert read_record(directory)["downloads"]["weights.hdf5"]["url"] == mirror
 
 
+def test_a_published_size_is_checked_and_a_wrong_file_falls_back_to_the_mirror(
+    tmp_path, monkeypatch, home, server, bilm_files
+):
+    weights = bilm_files["weights.hdf5"]
+    entry = bilm_entry(server, bilm_files)
+    short, mirror = server.add("short/weights.hdf5", weights[:-10]), server.add("mirror/weights.hdf5", weights)
+    entry["files"]["weights.hdf5"] = {"url": short, "bytes": len(weights)}
+    use_catalog(tmp_path, monkeypatch, {"tiny": entry})
+    with pytest.raises(
+        FetchError, match=f"{short}: {len(weights) - 10:,} bytes arrived, {len(weights):,} are published"
+    ):
+        resolve_model_dir("elmo", "tiny")
+    assert_nothing_partial(home, "tiny")
+    entry["files"]["weights.hdf5"]["mirrors"] = [mirror]
+    use_catalog(tmp_path, monkeypatch, {"tiny": entry})
+    assert read_record(resolve_model_dir("elmo", "tiny"))["downloads"]["weights.hdf5"]["url"] == mirror
+
+
 def test_a_file_url_is_copied(tmp_path, monkeypatch, home, bilm_files):
     (tmp_path / "files").mkdir()
     files = {}
