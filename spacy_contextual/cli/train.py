@@ -131,7 +131,9 @@ def evaluate_command(
 @app.command("sense-probe")
 def sense_probe_command(
     files: list[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Sense-labelled JSONL (.gz ok)"),
-    model: str | None = typer.Option(None, "--model", help="Model directory or 'default' (the bundled model)"),
+    model: str | None = typer.Option(
+        None, "--model", help="Model directory, a name from `spacy-contextual models`, or 'default' (the bundled model)"
+    ),
     encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
     folds: int = typer.Option(5, "--folds", min=2),
     max_per_word: int | None = typer.Option(
