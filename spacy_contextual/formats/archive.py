@@ -2,7 +2,8 @@
 
 Every member is checked before anything is written: an absolute name, a drive letter, a ``..``
 component, a symbolic link or a name that appears twice refuses the whole archive with the member's
-name. Members are written one by one below the target folder, never following an existing link. An
+name, and so does one that would not fit on the disk. Members are written one by one below the target
+folder, never following an existing link. An
 archive whose members all sit in one top-level folder is unpacked without that folder, so the model
 files land directly in the target.
 """
@@ -58,6 +59,12 @@ def unpack_zip(archive: PathLike, target: PathLike) -> list[Path]:
             names = [parts for _, parts in members]
             if len(set(names)) != len(names):
                 raise ArchiveError(f"{archive} names a member twice; refusing to unpack it (a damaged archive)")
+            needed, free = sum(info.file_size for info, _ in members), shutil.disk_usage(target).free
+            if needed > free:
+                raise ArchiveError(
+                    f"{archive} unpacks to {needed / 2**30:,.2f} GiB but {target} has {free / 2**30:,.2f} GiB free; "
+                    "free some space (or set SPACY_CONTEXTUAL_HOME to a larger disk)"
+                )
             skip = _common_folder(members)
             written = []
             for info, parts in members:

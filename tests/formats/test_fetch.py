@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -397,6 +398,18 @@ def test_unsafe_archives_are_refused_before_anything_is_written(tmp_path, archiv
         unpack_zip(path, tmp_path / "into")
     assert list((tmp_path / "into").iterdir()) == []
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_an_archive_larger_than_the_free_space_is_refused(tmp_path, monkeypatch):
+    from spacy_contextual.formats import archive as archive_module
+
+    path = tmp_path / "big.zip"
+    path.write_bytes(zip_bytes({"model/weights.bin": b"0" * 4096}))
+    monkeypatch.setattr(archive_module.shutil, "disk_usage", lambda _: SimpleNamespace(free=1000))
+    (tmp_path / "into").mkdir()
+    with pytest.raises(ArchiveError, match="unpacks to 0.00 GiB but .* has 0.00 GiB free"):
+        unpack_zip(path, tmp_path / "into")
+    assert list((tmp_path / "into").iterdir()) == []
 
 
 def test_an_unsafe_archive_from_the_catalog_leaves_nothing(tmp_path, monkeypatch, home, server):
