@@ -9,6 +9,7 @@ from . import (
     embed,  # noqa: F401,E402
     info,  # noqa: F401,E402
     model_dir,  # noqa: F401,E402
+    models,  # noqa: F401,E402
     train,  # noqa: F401,E402
 )
 from ._app import app

@@ -8,6 +8,7 @@ and keeps its traceback. Warnings are printed as one line ``warning: <message>``
 """
 
 import warnings
+from pathlib import Path
 
 import typer
 from typer.core import TyperGroup
@@ -54,8 +55,15 @@ def main(
     debug: bool = typer.Option(
         False, "--debug", envvar=DEBUG_ENV, help="Show the traceback of an error instead of its one-line message"
     ),
+    catalog: Path | None = typer.Option(
+        None, "--catalog", help="A model catalog JSON file adding to the shipped one, for every --model NAME"
+    ),
 ) -> None:
     """ELMo and CoVe contextual word vectors for spaCy."""
+    if catalog is not None:
+        from .models import use_catalog
+
+        use_catalog(catalog)
     if not debug:
         warnings.showwarning = show_warning
 

@@ -71,7 +71,7 @@ def train_cove_command(
 @app.command("translate")
 def translate_command(
     input_file: Path = typer.Argument(..., help="One raw English sentence per line; '-' reads stdin"),
-    model: str = typer.Option("default", "--model", help="A cove-mt model directory, or 'default'"),
+    model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write German here instead of stdout"),
@@ -110,7 +110,7 @@ def bleu_command(
     reference: Path = typer.Argument(
         ..., exists=True, dir_okay=False, help="Raw German references, line-aligned (.gz ok)"
     ),
-    model: str = typer.Option("default", "--model", help="A cove-mt model directory, or 'default'"),
+    model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0),
     replace_unk: bool = typer.Option(

@@ -43,7 +43,9 @@ def pretrain_command(
 @app.command("finetune-elmo", context_settings=EXTRA_ARGS)
 def finetune_command(
     ctx: typer.Context,
-    model: str = typer.Argument(..., help="Our model directory, 'default', or a bilm-tf weights.hdf5"),
+    model: str = typer.Argument(
+        ..., help="Our model directory, 'default', a bilm-tf weights.hdf5, or a name from `spacy-contextual models`"
+    ),
     config_path: Path = typer.Argument(
         ..., exists=True, dir_okay=False, help="Config (JSON); its model section is ignored (the model brings its own)"
     ),
@@ -58,11 +60,16 @@ def finetune_command(
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
     from ..formats.bundled import is_default, resolve_model_dir
+    from ..formats.catalog import find_entry
     from ..training.config import PretrainConfig, parse_overrides
     from ..training.finetune import finetune
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
     source = resolve_model_dir("elmo") if is_default(model) else Path(model)
+    if not source.exists() and find_entry(model) is not None:  # a catalog name: its fetched directory
+        source = resolve_model_dir("elmo", model)
+        if (source / "weights.hdf5").is_file():  # the published bilm-tf pair
+            source, options_file = source / "weights.hdf5", options_file or source / "options.json"
     result = finetune(
         source, config, options_file=options_file, heldout=heldout, resume=resume, log=typer.echo, overwrite=overwrite
     )
@@ -124,7 +131,9 @@ def evaluate_command(
 @app.command("sense-probe")
 def sense_probe_command(
     files: list[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Sense-labelled JSONL (.gz ok)"),
-    model: str | None = typer.Option(None, "--model", help="Model directory or 'default' (the bundled model)"),
+    model: str | None = typer.Option(
+        None, "--model", help="Model directory, a name from `spacy-contextual models`, or 'default' (the bundled model)"
+    ),
     encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
     folds: int = typer.Option(5, "--folds", min=2),
     max_per_word: int | None = typer.Option(

@@ -77,7 +77,7 @@ def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0) -> tup
             f"{label}: model directory" if label != "Encoder" else "Model directory",
             value=default_model(kind),
             key=f"{key}_model_{kind}",
-            help="'default' = the bundled model",
+            help="'default' = the bundled model; a name from `spacy-contextual models` is downloaded once",
         )
     return kind, model
 

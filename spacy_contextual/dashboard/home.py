@@ -38,7 +38,7 @@ def model_status() -> pd.DataFrame:
         model = default_model(kind)
         try:
             where, note = str(resolve_model_dir(kind, model)), "found"
-        except FileNotFoundError as error:
+        except (OSError, ValueError) as error:  # missing, damaged, or a catalog name not cached while offline
             where, note = model, f"{error}; or set {env}"
         rows.append({"encoder": kind, "model": where, "status": note})
     return pd.DataFrame(rows)

@@ -1,7 +1,9 @@
 """Where a model named on the command line, in a config or in the Python API is: the one resolver.
 
 ``None``, ``""`` and ``"default"`` name the small English model shipped with the package
-(``spacy_contextual/assets/<kind>``); anything else is a path to a model directory.
+(``spacy_contextual/assets/<kind>``); an existing directory is used as it is; any other name is looked
+up in the model catalog (``catalog.py``) and stands for its cache directory, fetched on first use
+(``fetch.py``).
 """
 
 from __future__ import annotations
@@ -32,12 +34,17 @@ def resolve_model_dir(kind: str, name_or_path: PathLike | None = None) -> Path:
     """The model directory ``name_or_path`` stands for; a missing one is refused with what to pass."""
     if not is_default(name_or_path):
         path = Path(str(name_or_path).strip()).expanduser()
-        if not is_dir(path):
+        if is_dir(path):
+            return path
+        from .fetch import catalog_model_dir
+
+        fetched = catalog_model_dir(kind, str(name_or_path).strip())
+        if fetched is None:
             raise FileNotFoundError(
                 f"{quoted(path)} is not a directory: give the path of a {kind} model directory (config.json + "
-                "model.safetensors), or 'default' for the bundled model"
+                "model.safetensors), a model name from `spacy-contextual models`, or 'default' for the bundled model"
             )
-        return path
+        return fetched
     path = bundled_model_dir(kind)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(

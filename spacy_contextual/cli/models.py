@@ -1,0 +1,67 @@
+"""``spacy-contextual models`` lists the model catalog; ``spacy-contextual download NAME`` fetches a model
+into the cache ahead of time (what the first use of a name would do), so that later runs, offline
+ones included, find it there."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from ._app import app
+
+CATALOG_HELP = "A catalog JSON file whose entries add to or replace the shipped ones (or $SPACY_CONTEXTUAL_CATALOG)"
+
+
+def use_catalog(catalog: Path | None) -> None:
+    """``--catalog FILE`` reaches every loader (and worker process) through the environment variable."""
+    from ..formats.catalog import CATALOG_ENV, read_catalog
+
+    if catalog is not None:
+        read_catalog(catalog)  # a bad file fails here, with its name
+        os.environ[CATALOG_ENV] = str(catalog.expanduser().resolve())
+
+
+@app.command("models")
+def models_command(
+    catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the README's table of models instead"),
+) -> None:
+    """List the catalog: name, encoder, language, size, whether it is cached and where, and how its files
+    are checked (a published SHA-256, one recorded at the first download, or none yet)."""
+    from ..formats.cache import cache_home, cached_bytes, hash_status, model_cache_dir
+    from ..formats.catalog import load_catalog, markdown_table
+    from ..formats.fetch import read_record_or_none
+
+    use_catalog(catalog)
+    entries = load_catalog()
+    if markdown:
+        typer.echo(markdown_table(entries.values()))
+        return
+    rows = [("NAME", "ENCODER", "LANG", "SIZE", "CACHED", "CHECK", "WHERE")]
+    for entry in entries.values():
+        record = read_record_or_none(model_cache_dir(entry.name))
+        cached = f"yes, {cached_bytes(record) / 2**20:,.1f} MiB" if record else "no"
+        where = str(model_cache_dir(entry.name)) if record else "-"
+        rows.append(
+            (entry.name, entry.encoder, entry.language, entry.size or "-", cached, hash_status(entry, record), where)
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    typer.echo(f"\ncache: {cache_home()} ({len(entries)} models)")
+
+
+@app.command("download")
+def download_command(
+    name: str = typer.Argument(..., help="A model name that `spacy-contextual models` lists"),
+    catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
+) -> None:
+    """Fetch model NAME into the cache now (a damaged cached copy is fetched again), with a progress bar."""
+    from ..formats.catalog import get_entry
+    from ..formats.fetch import refetch
+
+    use_catalog(catalog)
+    path = refetch(get_entry(name))
+    typer.echo(str(path))

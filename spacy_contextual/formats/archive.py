@@ -1,0 +1,85 @@
+"""Unpacking a downloaded zip archive without trusting it.
+
+Every member is checked before anything is written: an absolute name, a drive letter, a ``..``
+component, a symbolic link or a name that appears twice refuses the whole archive with the member's
+name, and so does one that would not fit on the disk. Members are written one by one below the target
+folder, never following an existing link. An
+archive whose members all sit in one top-level folder is unpacked without that folder, so the model
+files land directly in the target.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from ..errors import ContextualError, quoted
+from ..types import PathLike
+
+
+class ArchiveError(ContextualError):
+    """An archive that is damaged or would write outside its folder."""
+
+
+def _member_parts(info: zipfile.ZipInfo, archive: Path) -> tuple[str, ...]:
+    name = info.filename.replace("\\", "/")
+    parts = PurePosixPath(name).parts
+    refuse = None
+    if name.startswith("/") or (parts and parts[0].endswith(":")):
+        refuse = "an absolute path"
+    elif ".." in parts:
+        refuse = "a '..' component"
+    elif stat.S_ISLNK(info.external_attr >> 16):
+        refuse = "a symbolic link"
+    elif not parts or any(part in (".", "") for part in parts):
+        refuse = "an empty name"
+    if refuse:
+        raise ArchiveError(
+            f"{archive} holds the member {quoted(info.filename)}, {refuse}; refusing to unpack it (the archive is "
+            "damaged or unsafe): fetch it from a source you trust"
+        )
+    return parts
+
+
+def _common_folder(members: list[tuple[zipfile.ZipInfo, tuple[str, ...]]]) -> int:
+    """1 when every member lies inside one top-level folder (dropped when unpacking), else 0."""
+    tops = {parts[0] for _, parts in members}
+    inside = all(len(parts) > 1 or info.is_dir() for info, parts in members)
+    return 1 if len(tops) == 1 and inside else 0
+
+
+def unpack_zip(archive: PathLike, target: PathLike) -> list[Path]:
+    """Unpack ``archive`` into the existing folder ``target``; returns the files written."""
+    archive, target = Path(archive), Path(target)
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = [(info, _member_parts(info, archive)) for info in bundle.infolist()]
+            names = [parts for _, parts in members]
+            if len(set(names)) != len(names):
+                raise ArchiveError(f"{archive} names a member twice; refusing to unpack it (a damaged archive)")
+            needed, free = sum(info.file_size for info, _ in members), shutil.disk_usage(target).free
+            if needed > free:
+                raise ArchiveError(
+                    f"{archive} unpacks to {needed / 2**30:,.2f} GiB but {target} has {free / 2**30:,.2f} GiB free; "
+                    "free some space (or set SPACY_CONTEXTUAL_HOME to a larger disk)"
+                )
+            skip = _common_folder(members)
+            written = []
+            for info, parts in members:
+                if len(parts) <= skip:
+                    continue
+                destination = target.joinpath(*parts[skip:])
+                if info.is_dir():
+                    destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                with bundle.open(info) as source, open(destination, "xb") as out:  # "x": never through a link
+                    shutil.copyfileobj(source, out, 1 << 20)
+                written.append(destination)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
+        raise ArchiveError(f"{archive} is not a readable zip archive ({error}); the download is damaged") from None
+    if not written:
+        raise ArchiveError(f"{archive} holds no files; the download is not the model archive")
+    return written

@@ -1,0 +1,123 @@
+"""The model cache: where fetched catalog models live, and the record that lets every load check them.
+
+``$SPACY_CONTEXTUAL_HOME`` (default: the platform's user cache folder) holds one directory per model,
+``<home>/<name>/``, which is what loaders read. Its ``download.json`` records, with relative names only
+(so the cache can be copied to another machine), every download (URL, bytes, SHA-256, and whether
+that digest was published or trusted on first use) and every file of the directory (bytes, SHA-256).
+A directory counts as cached only with its record, and the record is written inside the directory
+before it is moved into place, so a killed download never looks cached. Every load checks each
+file's size and digest against the record (once per process).
+
+``SPACY_CONTEXTUAL_OFFLINE=1`` forbids any download: a model that is not cached is an error naming
+the cache and the command to run on a connected machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..errors import ContextualError
+from .catalog import CatalogEntry
+from .manifest import file_digest
+
+HOME_ENV = "SPACY_CONTEXTUAL_HOME"
+OFFLINE_ENV = "SPACY_CONTEXTUAL_OFFLINE"
+RECORD_NAME = "download.json"
+DOWNLOAD_COMMAND = "spacy-contextual download"
+PUBLISHED, TRUSTED, PREFIX = "published", "trust-on-first-use", "prefix"
+_VERIFIED: set[tuple] = set()
+
+
+class CacheError(ContextualError):
+    """A cached model that is missing, damaged, or may not be fetched (offline)."""
+
+
+def cache_home() -> Path:
+    home = os.environ.get(HOME_ENV, "").strip()
+    if home:
+        return Path(home).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("spacy-contextual"))
+
+
+def is_offline() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def model_cache_dir(name: str) -> Path:
+    return cache_home() / name
+
+
+def read_record(directory: Path) -> dict | None:
+    """The download record of a cached model directory; None when it is not (completely) cached."""
+    path = directory / RECORD_NAME
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        files, downloads = record["files"], record["downloads"]
+        if not all(isinstance(e.get("bytes"), int) and isinstance(e.get("sha256"), str) for e in files.values()):
+            raise ValueError("every file needs bytes and sha256")
+        if not all(isinstance(e.get("sha256"), str) for e in downloads.values()):
+            raise ValueError("every download needs sha256")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise CacheError(
+            f"{path} is damaged ({error}); fetch the model again with: {DOWNLOAD_COMMAND} {directory.name}"
+        ) from None
+    return record
+
+
+def write_record(directory: Path, entry: CatalogEntry, downloads: dict[str, dict]) -> dict:
+    """Record ``downloads`` and the size and digest of every file now in ``directory``."""
+    files = {}
+    for path in sorted(p for p in directory.rglob("*") if p.is_file() and p.name != RECORD_NAME):
+        name = path.relative_to(directory).as_posix()
+        files[name] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+    record = {"name": entry.name, "encoder": entry.encoder, "format": entry.format, "downloads": downloads}
+    record["files"] = files
+    (directory / RECORD_NAME).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+def verify_cached(directory: Path, record: dict) -> None:
+    """Every recorded file is there with its recorded size and SHA-256 (checked once per process)."""
+    stamps = []
+    for name, expected in record["files"].items():
+        path = directory / name
+        fix = f"fetch it again with: {DOWNLOAD_COMMAND} {directory.name}"
+        if not path.is_file():
+            raise CacheError(f"{path} is missing from the cached model; {fix}")
+        status = path.stat()
+        if status.st_size != expected["bytes"]:
+            raise CacheError(
+                f"{path} has {status.st_size:,} bytes but {expected['bytes']:,} were downloaded: the cached file "
+                f"was truncated or changed; {fix}"
+            )
+        stamps.append((name, status.st_size, status.st_mtime_ns, status.st_ino))
+    key = (str(directory.resolve()), tuple(stamps))
+    if key in _VERIFIED:
+        return
+    for name, expected in record["files"].items():
+        if file_digest(directory / name) != expected["sha256"]:
+            raise CacheError(
+                f"{directory / name} does not match the SHA-256 recorded when it was downloaded: the cached file is "
+                f"damaged or was changed; fetch it again with: {DOWNLOAD_COMMAND} {directory.name}"
+            )
+    _VERIFIED.add(key)
+
+
+def hash_status(entry: CatalogEntry, record: dict | None) -> str:
+    """published (every file's SHA-256 is published), trust-on-first-use (recorded at the first download,
+    checked since) or "none yet" (not downloaded); a checked published prefix is named."""
+    if entry.hash_published:
+        return PUBLISHED
+    prefixes = [file.sha256_prefix for file in entry.files if file.sha256_prefix]
+    status = TRUSTED if record is not None else "none yet"
+    return status + (f" (+ published prefix {', '.join(prefixes)})" if prefixes else "")
+
+
+def cached_bytes(record: dict | None) -> int:
+    return sum(entry["bytes"] for entry in record["files"].values()) if record else 0

@@ -1,0 +1,169 @@
+"""The catalog of published models: name -> encoder, file format, language, size, source, licence, files.
+
+``catalog.json`` (shipped with the package) lists the published ELMo and CoVe weights with the URLs
+their authors give; a SHA-256 appears only where one is published, ``sha256_prefix`` where the
+publisher encodes the start of it in the file name (CoVe's ``wmtlstm-8f474287.pth``). A user catalog
+(``SPACY_CONTEXTUAL_CATALOG=FILE`` or ``--catalog FILE``) in the same JSON layout adds entries or
+replaces entries of the same name: an organisation's mirror, private models, a ``file://`` URL.
+
+Each file of an entry is saved under its key in the model's cache directory; ``unpack`` archives
+(zip) are unpacked there instead. Formats: ``bilm_tf`` (options.json + weights.hdf5), ``manylangs``
+(an ELMoForManyLangs directory), ``cove_pth`` (the MT-LSTM .pth + the GloVe text file) and
+``model_dir`` (our own safetensors directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ContextualError, quoted
+from ..types import PathLike
+
+CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
+CATALOG_ENV = "SPACY_CONTEXTUAL_CATALOG"
+FORMATS = {"bilm_tf": "elmo", "manylangs": "elmo", "cove_pth": "cove", "model_dir": None}
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+HEX = re.compile(r"^[0-9a-f]+$")
+FILE_KEYS = {"url", "mirrors", "sha256", "sha256_prefix", "bytes", "unpack"}
+ENTRY_KEYS = {"encoder", "format", "language", "size", "source", "licence", "notes", "files"}
+
+
+class CatalogError(ContextualError):
+    """A catalog file that cannot be read or has an invalid entry."""
+
+
+@dataclass(frozen=True)
+class CatalogFile:
+    name: str  # the file's name in the model's cache directory (or the archive's, when unpacked)
+    urls: tuple[str, ...]  # the URL first, then its mirrors
+    sha256: str | None = None  # only a published one
+    sha256_prefix: str | None = None
+    bytes: int | None = None
+    unpack: bool = False
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    encoder: str
+    format: str
+    language: str
+    size: str | None
+    source: str
+    licence: str
+    notes: str | None
+    files: tuple[CatalogFile, ...]
+    origin: str  # the catalog file the entry comes from
+
+    @property
+    def hash_published(self) -> bool:
+        return all(file.sha256 for file in self.files)
+
+
+def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
+    where = f"{origin}: model {model!r}, file {name!r}"
+    if not isinstance(spec, dict) or not FILE_NAME.match(name):
+        raise CatalogError(f"{where}: give a plain file name (letters, digits, . _ -) mapped to {{'url': ...}}")
+    unknown = sorted(set(spec) - FILE_KEYS)
+    if unknown:
+        raise CatalogError(f"{where}: unknown keys {unknown}; allowed: {sorted(FILE_KEYS)}")
+    urls = [spec.get("url"), *spec.get("mirrors", [])]
+    if not all(isinstance(url, str) and "://" in url for url in urls):
+        raise CatalogError(f"{where}: 'url' and every mirror must be a URL such as https://... or file:///...")
+    sha256, prefix, size = spec.get("sha256"), spec.get("sha256_prefix"), spec.get("bytes")
+    if sha256 is not None and not (isinstance(sha256, str) and len(sha256) == 64 and HEX.match(sha256)):
+        raise CatalogError(f"{where}: 'sha256' must be 64 lowercase hex digits")
+    if prefix is not None and not (isinstance(prefix, str) and 0 < len(prefix) <= 64 and HEX.match(prefix)):
+        raise CatalogError(f"{where}: 'sha256_prefix' must be lowercase hex digits")
+    if size is not None and not (isinstance(size, int) and size > 0):
+        raise CatalogError(f"{where}: 'bytes' must be a positive integer")
+    unpack = spec.get("unpack", False)
+    if not isinstance(unpack, bool) or (unpack and not name.endswith(".zip")):
+        raise CatalogError(f"{where}: 'unpack' is true or false and applies to .zip archives only")
+    return CatalogFile(name, tuple(urls), sha256, prefix, size, unpack)
+
+
+def _entry(origin: str, name: str, spec: object) -> CatalogEntry:
+    if not isinstance(name, str) or not NAME.match(name):
+        raise CatalogError(f"{origin}: model name {name!r} must be lowercase letters, digits, . _ - (at most 100)")
+    if not isinstance(spec, dict):
+        raise CatalogError(f"{origin}: model {name!r} must be an object with encoder, format, files")
+    unknown = sorted(set(spec) - ENTRY_KEYS)
+    if unknown:
+        raise CatalogError(f"{origin}: model {name!r} has unknown keys {unknown}; allowed: {sorted(ENTRY_KEYS)}")
+    encoder, file_format = spec.get("encoder"), spec.get("format")
+    if file_format not in FORMATS or encoder not in ("elmo", "cove") or FORMATS[file_format] not in (None, encoder):
+        raise CatalogError(
+            f"{origin}: model {name!r} has encoder {encoder!r} and format {file_format!r}; the encoder is elmo or cove "
+            "and the format one of bilm_tf, manylangs (elmo), cove_pth (cove), model_dir (either)"
+        )
+    files = spec.get("files")
+    if not isinstance(files, dict) or not files:
+        raise CatalogError(f"{origin}: model {name!r} needs 'files': {{file name: {{'url': ...}}}}")
+    texts = {key: spec.get(key) for key in ("language", "size", "source", "licence", "notes")}
+    if not all(value is None or isinstance(value, str) for value in texts.values()):
+        raise CatalogError(f"{origin}: model {name!r}: language, size, source, licence and notes are strings")
+    return CatalogEntry(
+        name=name,
+        encoder=encoder,
+        format=file_format,
+        language=texts["language"] or "",
+        size=texts["size"],
+        source=texts["source"] or "",
+        licence=texts["licence"] or "not stated",
+        notes=texts["notes"],
+        files=tuple(_file(origin, name, file_name, file_spec) for file_name, file_spec in files.items()),
+        origin=origin,
+    )
+
+
+def read_catalog(path: PathLike) -> dict[str, CatalogEntry]:
+    """The entries of one catalog file, validated."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise CatalogError(f"the model catalog {path} does not exist; give the path of a catalog JSON file")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CatalogError(f"cannot read the model catalog {path} ({error}); give a JSON file") from None
+    models = document.get("models") if isinstance(document, dict) else None
+    if not isinstance(models, dict):
+        raise CatalogError(f'the model catalog {path} has no "models" object: {{"models": {{name: entry}}}}')
+    return {name: _entry(str(path), name, spec) for name, spec in models.items()}
+
+
+def load_catalog(user_catalog: PathLike | None = None) -> dict[str, CatalogEntry]:
+    """The shipped catalog, with the user catalog's entries (``user_catalog`` or $SPACY_CONTEXTUAL_CATALOG)
+    added or put in place of the shipped ones of the same name."""
+    entries = dict(read_catalog(CATALOG_PATH))
+    user = user_catalog or os.environ.get(CATALOG_ENV, "").strip()
+    if user:
+        entries.update(read_catalog(user))
+    return entries
+
+
+def find_entry(name: str, user_catalog: PathLike | None = None) -> CatalogEntry | None:
+    return load_catalog(user_catalog).get(str(name).strip())
+
+
+def get_entry(name: str, user_catalog: PathLike | None = None) -> CatalogEntry:
+    entry = find_entry(name, user_catalog)
+    if entry is None:
+        raise CatalogError(f"{quoted(name)} is not in the model catalog; `spacy-contextual models` lists the names")
+    return entry
+
+
+def markdown_table(entries) -> str:
+    """The README's table of models: one row per entry, with the line that loads it."""
+    lines = ["| Name | Language | Size | About | Source | Licence | Use |", "|---|---|---|---|---|---|---|"]
+    for entry in entries:
+        source = entry.source.split("://", 1)[-1].rstrip("/")
+        use = f'`load_encoder("{entry.encoder}", "{entry.name}")`'
+        cells = [f"`{entry.name}`", entry.language, entry.size or "-", entry.notes or "-"]
+        lines.append("| " + " | ".join([*cells, f"[{source}]({entry.source})", entry.licence, use]) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""``spacy-contextual models`` and ``download``, and a catalog name as ``--model``, against a catalog
+served from a loopback server."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+from model_server import ModelServer, bilm_entry, bilm_tf_files, write_catalog
+from typer.testing import CliRunner
+from util import tiny_elmo_dir
+
+from spacy_contextual.cli import app
+from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
+from spacy_contextual.formats.catalog import CATALOG_ENV
+
+pytestmark = pytest.mark.timeout(120)
+runner = CliRunner()
+
+
+@pytest.fixture
+def server():
+    with ModelServer() as running:
+        yield running
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv(HOME_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(OFFLINE_ENV, raising=False)
+    monkeypatch.setenv(CATALOG_ENV, "")  # --catalog sets it: restored after each test
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def catalog(tmp_path, server):
+    return write_catalog(tmp_path / "catalog.json", {"tiny": bilm_entry(server, bilm_tf_files(tmp_path / "bilm"))})
+
+
+def row(output: str, name: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(name + " "))
+
+
+def test_models_lists_the_catalog_and_download_fills_the_cache(home, server, catalog):
+    listed = runner.invoke(app, ["models", "--catalog", str(catalog)])
+    assert listed.exit_code == 0, listed.output
+    assert "elmo-original" in listed.stdout and "elmo-manylangs-fi" in listed.stdout and "cove-wmt" in listed.stdout
+    assert row(listed.stdout, "tiny").split()[:4] == ["tiny", "elmo", "en", "-"]
+    assert " no " in row(listed.stdout, "tiny") and "none yet" in row(listed.stdout, "tiny")
+    assert f"cache: {home} (54 models)" in listed.stdout
+
+    fetched = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
+    assert fetched.exit_code == 0, fetched.output
+    assert fetched.stdout.strip() == str(home / "tiny")
+    assert f"downloading {server.url('tiny/weights.hdf5')}\n  into {home / 'tiny'}" in fetched.stderr
+    assert "100%" in fetched.stderr  # the progress bar
+
+    listed = runner.invoke(app, ["models", "--catalog", str(catalog)])
+    line = row(listed.stdout, "tiny")
+    assert "yes, 0.1 MiB" in line and "trust-on-first-use" in line and line.endswith(str(home / "tiny"))
+    again = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
+    assert again.exit_code == 0 and server.requests == {"tiny/options.json": 1, "tiny/weights.hdf5": 1}
+
+
+def test_a_failed_download_is_one_error_line(home, server, catalog):
+    server.modes["tiny/weights.hdf5"] = "404"
+    result = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
+    assert result.exit_code == 1
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert error == (f"error: could not download weights.hdf5: {server.url('tiny/weights.hdf5')}: HTTP 404 Not Found")
+    assert not (home / "tiny").exists() and not (home / "tiny.tmp").exists()
+
+
+def test_offline_download_and_unknown_names_are_one_line(home, server, catalog, monkeypatch):
+    monkeypatch.setenv(OFFLINE_ENV, "1")
+    result = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
+    assert result.exit_code == 1 and "SPACY_CONTEXTUAL_OFFLINE=1 forbids downloading" in result.stderr
+    assert str(home) in result.stderr and server.requests == {}
+    result = runner.invoke(app, ["download", "no-such-model"])
+    assert result.exit_code == 1 and "'no-such-model' is not in the model catalog" in result.stderr
+    result = runner.invoke(app, ["models", "--catalog", str(catalog.parent / "missing.json")])
+    assert result.exit_code == 1 and "missing.json does not exist" in result.stderr
+
+
+def test_a_catalog_name_as_model_of_the_elmo_command(tmp_path, home, server, one_thread):
+    model = tiny_elmo_dir(tmp_path / "served")
+    files = {p.name: {"url": server.add(f"ours/{p.name}", p.read_bytes())} for p in model.iterdir()}
+    catalog = write_catalog(
+        tmp_path / "ours.json", {"ours": {"encoder": "elmo", "format": "model_dir", "files": files}}
+    )
+    (tmp_path / "in.txt").write_text("The bank .\n", encoding="utf-8")
+    out = tmp_path / "out.hdf5"
+    args = ["--catalog", str(catalog), "elmo", str(tmp_path / "in.txt"), str(out), "--all", "--model", "ours"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    with h5py.File(out) as written:
+        expected = ElmoEmbedder.load(model).embed_sentences([["The", "bank", "."]])[0]
+        np.testing.assert_allclose(written["0"][...], expected, atol=1e-6)
+    assert server.requests["ours/model.safetensors"] == 1
+
+
+def test_models_markdown_is_the_readme_table(home):
+    from util import REPO
+
+    result = runner.invoke(app, ["models", "--markdown"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() in (REPO / "README.md").read_text(encoding="utf-8")
