@@ -9,7 +9,8 @@ pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors 
 eval mode under no_grad; with training, in train mode, and it returns a backprop callback that takes
 the gradient of those layers. Subclasses say how to build the module and how to run it on words
 (``layers_of``). The shim also owns the segment cache (``segment_cache.py``) of the layer's
-outputs, emptied with every change of weights.
+outputs, emptied with every change of weights, and the weights' ``fingerprint``, which names the model
+that computed a Doc's vectors.
 
 ``mixed_precision`` autocasts the module on the device it runs on: float16 on CUDA, with the
 gradients scaled by thinc's grad scaler as its ``PyTorchShim`` does, and bfloat16 on the CPU (no
@@ -19,6 +20,8 @@ weights are loaded (the weights then go there when they come).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import chain
@@ -46,6 +49,7 @@ class EncoderShim(PyTorchShim):
         super().__init__(None, mixed_precision=mixed_precision, grad_scaler=PyTorchGradScaler(enabled=False))
         self.segment_cache = SegmentCache(segment_cache_mb)
         self._target_device: torch.device | None = None  # set by to_device()
+        self._fingerprint: tuple[Hashable, str] | None = None  # (weights_signature, fingerprint)
 
     # -- to implement ---------------------------------------------------------------------------
 
@@ -139,10 +143,23 @@ class EncoderShim(PyTorchShim):
         tensors = chain(self.module.parameters(), self.module.buffers())
         return self._mixed_precision, tuple((id(t), t.data_ptr(), t._version, t.device) for t in tensors)
 
+    def fingerprint(self) -> str:
+        """The first 16 hex digits of the SHA-256 of the module's config and weights, computed again
+        whenever the weights change."""
+        signature = self.weights_signature()
+        if self._fingerprint is None or self._fingerprint[0] != signature:
+            digest = hashlib.sha256(json.dumps(self.module_config(), sort_keys=True).encode("utf-8"))
+            for name, tensor in sorted(self.module.state_dict().items()):
+                digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+                digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+            self._fingerprint = signature, digest.hexdigest()[:16]
+        return self._fingerprint[1]
+
     def finish_update(self, optimizer) -> None:
         # thinc's update assigns new ``.data`` to each parameter, which leaves its version counter as it was
         if self._model is not None and any(p.grad is not None for p in self._model.parameters()):
             self.segment_cache.clear()
+            self._fingerprint = None
         super().finish_update(optimizer)
 
     @property
