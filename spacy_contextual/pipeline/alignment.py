@@ -28,6 +28,12 @@ from spacy.tokens import Doc
 from ..errors import ContextualError
 
 
+def token_starts(doc: Doc) -> numpy.ndarray:
+    """The first character of every token: with the token count, enough to tell that no token was merged
+    or split (a merge removes starts, a split adds them)."""
+    return doc.to_array(IDX).astype(numpy.int64)
+
+
 def token_offsets(doc: Doc) -> numpy.ndarray:
     """(len(doc), 2): the character span [start, end) of every token."""
     offsets = doc.to_array([IDX, LENGTH]).astype(numpy.int64).reshape(len(doc), 2)

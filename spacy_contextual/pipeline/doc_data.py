@@ -30,7 +30,7 @@ from spacy.tokens import Doc
 from thinc.api import get_array_module
 
 from ..errors import ContextualError
-from .alignment import aligned_rows, same_tokens, text_digest, token_offsets
+from .alignment import aligned_rows, same_tokens, text_digest, token_offsets, token_starts
 
 EXTENSIONS = ("elmo_data", "cove_data")
 _MSGPACK_KEY = "__spacy_contextual_data__"
@@ -102,19 +102,32 @@ class ContextualData:
             fingerprint=self.fingerprint, token_offsets=token_offsets(doc), text_digest=text_digest(doc),
         )  # fmt: skip
 
+    def rows_belong_to(self, doc: Doc, start: int = 0, end: int | None = None) -> bool:
+        """Whether rows ``start:end`` are those of ``doc``'s tokens ``start:end``: each token spans the
+        characters recorded for its row (checked token by token for a short span, O(1) for one token)."""
+        end = len(doc) if end is None else end
+        if self.token_offsets is None:  # data saved without offsets: only the token count can be checked
+            return self.n_tokens == len(doc)
+        if end > self.n_tokens:
+            return False
+        if end - start > 64:
+            return self.n_tokens == len(doc) and numpy.array_equal(self.token_offsets[:, 0], token_starts(doc))
+        recorded = self.token_offsets[start:end].tolist()
+        return all(
+            doc[i].idx == first and doc[i].idx + len(doc[i]) == last for i, (first, last) in enumerate(recorded, start)
+        )
+
     def aligned_to(self, doc: Doc) -> ContextualData:
         """This data if its rows belong to ``doc``'s tokens, else its rows re-aligned with them
         (``alignment.py``); a clear error where they cannot be."""
+        if self.rows_belong_to(doc):
+            return self
+        if self.token_offsets is None:
+            raise ContextualError(
+                f"{self!r} has rows for {self.n_tokens} tokens but the Doc has {len(doc)}, and it records no "
+                "token offsets to align them with; run the component again on the Doc"
+            )
         offsets = token_offsets(doc)
-        if self.token_offsets is None:  # data saved without offsets: only the token count can be checked
-            if self.n_tokens != len(doc):
-                raise ContextualError(
-                    f"{self!r} has rows for {self.n_tokens} tokens but the Doc has {len(doc)}, and it records no "
-                    "token offsets to align them with; run the component again on the Doc"
-                )
-            return self
-        if numpy.array_equal(offsets, self.token_offsets):
-            return self
         digest = text_digest(doc)
         if self.text_digest is None or digest == self.text_digest:  # retokenized
             rows = aligned_rows(self.token_offsets, offsets, repr(self))
@@ -183,8 +196,14 @@ def _user_data_key(name: str) -> tuple:
     return ("._.", name, None, None)
 
 
+def stored_data(doc: Doc, name: str) -> ContextualData | None:
+    """``doc._.<name>`` as stored, not re-aligned (``rows_belong_to`` tells whether the rows a caller
+    needs are still the right ones)."""
+    return doc.user_data.get(_user_data_key(name))
+
+
 def _get_data(name: str, doc: Doc) -> ContextualData | None:
-    data = doc.user_data.get(_user_data_key(name))
+    data = stored_data(doc, name)
     if data is None:
         return None
     aligned = data.aligned_to(doc)

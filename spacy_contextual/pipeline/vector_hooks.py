@@ -22,32 +22,35 @@ from thinc.api import get_array_module
 from thinc.types import Floats1d, Floats2d
 
 from ..errors import ContextualError
+from .doc_data import stored_data
 
-VectorSource = Callable[[Doc], Floats2d]
+VectorSource = Callable[[Doc, int, int], Floats2d]  # (doc, start, end) -> the rows of tokens start..end-1
 
 
 def layer_source(extension: str = "elmo_data", layer: int | None = None) -> VectorSource:
     """Vectors from ``doc._.<extension>``: one layer, or None for the mean of all stored layers."""
     last: dict = {}  # the data the rows were last computed from (kept alive, so its identity is not reused)
 
-    def vectors(doc: Doc) -> Floats2d:
-        data = doc._.get(extension)  # re-aligned with the Doc's current tokens
+    def vectors(doc: Doc, start: int, end: int) -> Floats2d:
+        data = stored_data(doc, extension)
         if data is None:
             raise ValueError(f'doc._.{extension} is not set: run the pipeline (or set store = "all"/"mixed")')
+        if not data.rows_belong_to(doc, start, end):
+            data = doc._.get(extension)  # re-aligned with the Doc's current tokens (and stored so)
         if last.get("data") is not data:
             last["data"], last["rows"] = data, data.token_vectors(layer if data.n_layers > 1 else None)
-        return last["rows"]
+        return last["rows"][start:end]
 
     return vectors
 
 
-def tensor_source(doc: Doc) -> Floats2d:
+def tensor_source(doc: Doc, start: int, end: int) -> Floats2d:
     if doc.tensor.shape[0] != len(doc):
         raise ContextualError(
             f"doc.tensor has {doc.tensor.shape[0]} rows for {len(doc)} tokens (spaCy does not keep it aligned when "
             'a token is split): set the component\'s store = "all" or "mixed" for vectors that follow retokenization'
         )
-    return doc.tensor
+    return doc.tensor[start:end]
 
 
 def set_vector_hooks(doc: Doc, source: VectorSource | None = None) -> None:
@@ -55,12 +58,12 @@ def set_vector_hooks(doc: Doc, source: VectorSource | None = None) -> None:
     source = source or layer_source()
 
     def token_vector(token: Token) -> Floats1d:
-        return source(token.doc)[token.i]
+        return source(token.doc, token.i, token.i + 1)[0]
 
     def span_vector(span: Span | Doc) -> Floats1d:
         doc_ = span.doc if isinstance(span, Span) else span
         start, end = (span.start, span.end) if isinstance(span, Span) else (0, len(doc_))
-        rows = source(doc_)[start:end]
+        rows = source(doc_, start, end)
         xp = get_array_module(rows)
         keep = xp.asarray([not token.is_space for token in doc_[start:end]], dtype=bool)
         if not keep.any():

@@ -124,6 +124,7 @@ def test_noun_chunk_merges_and_a_split_with_the_bundled_models(bundled):
     before = nlp(text)
     rows = before._.get(f"{kind}_data").layers
     doc = nlp(text)
+    assert doc.vector.shape and doc[6].similarity(doc[10]) < 1  # the hooks have been read before retokenizing
     with doc.retokenize() as retokenizer:  # what merge_noun_chunks does with a parser's noun chunks
         for chunk in (doc[0:3], doc[4:7], doc[8:11]):
             retokenizer.merge(chunk)
@@ -133,6 +134,8 @@ def test_noun_chunk_merges_and_a_split_with_the_bundled_models(bundled):
     expected = rows[:, [2, 3, 3, 6, 7, 10, 11]]
     np.testing.assert_array_equal(doc._.get(f"{kind}_data").layers, expected)
     np.testing.assert_allclose(np.stack([t.vector for t in doc]), expected.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(doc[3:6].vector, expected.mean(axis=0)[3:6].mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(doc.vector, expected.mean(axis=0).mean(axis=0), rtol=1e-6)
 
 
 @pytest.mark.timeout(120)
