@@ -2,7 +2,9 @@
 
 The encoder's architecture is only known once its weights are loaded (``initialize()``), so the
 shim starts empty and builds the module from the stored config when a pipeline is deserialized. No
-pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors bytes>}``.
+pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors bytes>, "sha256": <its
+digest>}``, and ``from_bytes`` refuses weights that do not match their digest (a private encoder inside
+another component's model file included).
 
 ``run(words, is_train)`` is the one way through the module: token strings in, token-aligned layers
 (B, n_layers, T, width) out (row b's tokens at positions 0..len_b-1). Without training it runs in
@@ -33,6 +35,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
+from ..errors import ModelDirError
 from ..formats.model_dir import check_finite, load_matching_state
 from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
@@ -178,17 +181,26 @@ class EncoderShim(PyTorchShim):
     def to_bytes(self) -> bytes:
         if self._model is None:
             return srsly.msgpack_dumps({"config": None, "state": b""})
-        state = {name: tensor.detach().cpu().contiguous() for name, tensor in self._model.state_dict().items()}
-        return srsly.msgpack_dumps({"config": self.module_config(), "state": save_safetensors(state)})
+        state = save_safetensors(
+            {name: tensor.detach().cpu().contiguous() for name, tensor in self._model.state_dict().items()}
+        )
+        return srsly.msgpack_dumps(
+            {"config": self.module_config(), "state": state, "sha256": hashlib.sha256(state).hexdigest()}
+        )
 
     def from_bytes(self, bytes_data: bytes) -> EncoderShim:
         msg = srsly.msgpack_loads(bytes_data)
         if msg["config"] is None:
             self._model = None
             return self
+        source = f"the {self.description} stored in the pipeline"
+        if "sha256" in msg and hashlib.sha256(msg["state"]).hexdigest() != msg["sha256"]:  # absent: saved before
+            raise ModelDirError(
+                f"{source} does not match the SHA-256 saved with it: the pipeline's file was damaged or altered after "
+                "saving; copy or save the pipeline again"
+            )
         module = self.build_module(msg["config"])
         state = load_safetensors(msg["state"])
-        source = f"the {self.description} stored in the pipeline"
         check_finite(state, source)
         load_matching_state(module, state, source)
         self.load(module)

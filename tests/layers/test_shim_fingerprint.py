@@ -1,15 +1,16 @@
 """The encoder's fingerprint (SHA-256 of its config and weights) travels with the Doc data, and a
 listener refuses Doc data computed by another model (a DocBin made with another pipeline) instead of
-scoring it."""
+scoring it; the stored weights carry their SHA-256."""
 
 from __future__ import annotations
 
 import pytest
 import spacy
+import srsly
 from spacy.tokens import DocBin
 from util import build_listener_pipeline, tiny_bilm, tiny_elmo_dir, train_steps
 
-from spacy_contextual.errors import ContextualError
+from spacy_contextual.errors import ContextualError, ModelDirError
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers.encoder import get_shim
 
@@ -53,3 +54,22 @@ def test_a_docbin_of_another_encoder_is_refused_naming_both(tmp_path):
     for doc in DocBin().from_bytes(foreign).get_docs(nlp.vocab):
         with pytest.raises(ContextualError, match=message):
             tagger(doc)
+
+
+@pytest.mark.timeout(120)
+def test_a_private_encoders_altered_weights_are_refused(tmp_path):
+    """An encoder inside another component (``nlp.replace_listeners``) is stored in that component's
+    model file with the SHA-256 of its weights."""
+    nlp, _, _ = build_listener_pipeline(tiny_elmo_dir(tmp_path / "tiny"), pipeline=["elmo", "tagger"])
+    nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
+    nlp.to_disk(tmp_path / "saved")
+    (shim,) = [shim for node in nlp.get_pipe("tagger").model.walk() for shim in node.shims]
+    state = srsly.msgpack_loads(shim.to_bytes())["state"]
+    model_file = tmp_path / "saved" / "tagger" / "model"
+    data = bytearray(model_file.read_bytes())
+    at = data.find(state)
+    assert at > 0
+    data[at + len(state) // 2] ^= 0xFF
+    model_file.write_bytes(bytes(data))
+    with pytest.raises(ModelDirError, match="the ELMo biLM stored in the pipeline does not match the SHA-256 saved"):
+        spacy.load(tmp_path / "saved")
