@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import spacy
-from spacy.pipeline.functions import merge_entities
+from spacy.pipeline.functions import merge_entities, merge_noun_chunks
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 from util import build_listener_pipeline, tiny_elmo_dir
@@ -136,6 +136,20 @@ def test_noun_chunk_merges_and_a_split_with_the_bundled_models(bundled):
     np.testing.assert_allclose(np.stack([t.vector for t in doc]), expected.mean(axis=0), rtol=1e-6)
     np.testing.assert_allclose(doc[3:6].vector, expected.mean(axis=0)[3:6].mean(axis=0), rtol=1e-6)
     np.testing.assert_allclose(doc.vector, expected.mean(axis=0).mean(axis=0), rtol=1e-6)
+
+
+@pytest.mark.timeout(120)
+def test_merge_noun_chunks_on_a_parsed_doc(bundled):
+    kind, nlp = bundled
+    words = ["The", "old", "man", "saw", "a", "big", "dog", "."]
+    heads, deps = [2, 2, 3, 3, 6, 6, 3, 3], ["det", "amod", "nsubj", "ROOT", "det", "amod", "dobj", "punct"]
+    pos = ["DET", "ADJ", "NOUN", "VERB", "DET", "ADJ", "NOUN", "PUNCT"]
+    doc = nlp.get_pipe(kind)(Doc(nlp.vocab, words=words, heads=heads, deps=deps, pos=pos))  # as after a parser
+    rows = doc._.get(f"{kind}_data").layers
+    doc = merge_noun_chunks(doc)
+    assert [t.text for t in doc] == ["The old man", "saw", "a big dog", "."]
+    np.testing.assert_array_equal(doc._.get(f"{kind}_data").layers, rows[:, [2, 3, 6, 7]])
+    np.testing.assert_allclose(doc[2].vector, rows[:, 6].mean(axis=0), rtol=1e-6)
 
 
 @pytest.mark.timeout(120)
