@@ -81,6 +81,7 @@ def test_data_of_another_text_or_without_offsets_is_refused():
         other._.get("elmo_data")
     legacy = ContextualData.from_dict({**doc._.elmo_data.to_dict(), "token_offsets": None})
     doc.user_data[("._.", "elmo_data", None, None)] = legacy  # as a DocBin of an earlier version reads back
+    assert doc._.get("elmo_data") is legacy  # usable while the token count matches
     with doc.retokenize() as retokenizer:
         retokenizer.merge(doc[2:4])
     with pytest.raises(ContextualError, match="has rows for 4 tokens but the Doc has 3"):
