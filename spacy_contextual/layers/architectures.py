@@ -28,6 +28,7 @@ from thinc.api import Dropout, Linear, Model, chain, concatenate, with_array
 from .frozen import frozen as frozen_encoder
 from .layer_mix import LayerMix
 from .listener import ContextualListener
+from .settings import check_choice, check_count, check_flag, check_fraction
 from .static_and_mixed import StaticAndMixed
 from .types import DocsToLayers, DocsToVectors, VectorsToVectors
 
@@ -45,6 +46,9 @@ def build_mixed_tok2vec(
     encode: VectorsToVectors | None,
     concat_static: bool = False,
 ) -> DocsToVectors:
+    check_count("width", width, 1, "the output width")
+    check_fraction("dropout", dropout)
+    check_flag("project", project)
     if not project and (embed is not None or concat_static):
         raise ValueError(
             "concatenating an embed layer or GloVe needs project = true (the concatenation is wider than width)"
@@ -86,6 +90,7 @@ def private_tok2vec(
 ) -> DocsToVectors:
     """A private encoder (its weights from ``loader`` at initialize, or carried over by
     ``nlp.replace_listeners``), frozen or fine-tuned, and this component's own mix."""
+    check_flag("frozen", frozen)
     encoder.attrs["loader"] = loader
     source = frozen_encoder(encoder) if frozen else encoder
     model = build_mixed_tok2vec(source, concat_static=concat_static, **settings)
@@ -179,8 +184,7 @@ def cove_tok2vec_v1(
 
 
 def _concat(combine: str) -> bool:
-    if combine not in ("concat", "mix"):
-        raise ValueError(f'combine must be "concat" ([GloVe ; CoVe]) or "mix", got {combine!r}')
+    check_choice("combine", combine, ("concat", "mix"))  # [GloVe ; mix of CoVe], or one mix of all layers
     return combine == "concat"
 
 

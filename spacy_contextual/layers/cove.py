@@ -26,6 +26,7 @@ from ..formats.cove_pth import load_published_cove
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from .encoder import ContextualEncoder
+from .settings import check_encoder_settings
 from .shim import EncoderShim
 from .types import DocsToLayers
 
@@ -72,6 +73,10 @@ def cove_encoder_v1(
     """The GloVe + MT-LSTM layer (stateless: the encoder carries no state between sentences).
     ``mixed_precision``: autocast, float16 on CUDA and bfloat16 on the CPU; ``segment_cache_mb``: MiB of
     encoded segments kept while the encoder runs without gradients (0: no cache)."""
+    check_encoder_settings(
+        window=window, max_batch_tokens=max_batch_tokens, mixed_precision=mixed_precision,
+        segment_cache_mb=segment_cache_mb,
+    )  # fmt: skip
     shim = CoveShim(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
     return ContextualEncoder("cove_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=False)
 

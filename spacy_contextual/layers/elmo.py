@@ -29,6 +29,7 @@ from ..formats.model_config import BILM, validate_section
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.token_cache import TokenVectorCache
 from .encoder import ContextualEncoder
+from .settings import check_count, check_encoder_settings, check_flag
 from .shim import EncoderShim
 from .types import DocsToLayers
 
@@ -111,6 +112,12 @@ def elmo_encoder_v1(
     ``token_cache_size``: word types whose char-CNN vectors are kept for inference (0: no cache);
     ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
     repeated sentences (later training epochs) are not encoded again (0: no cache)."""
+    check_encoder_settings(
+        window=window, max_batch_tokens=max_batch_tokens, mixed_precision=mixed_precision,
+        segment_cache_mb=segment_cache_mb,
+    )  # fmt: skip
+    check_flag("stateful", stateful)
+    check_count("token_cache_size", token_cache_size, 0, "word types whose char-CNN vectors are kept; 0 = no cache")
     shim = BiLMShim(
         stateful=stateful,
         mixed_precision=mixed_precision,

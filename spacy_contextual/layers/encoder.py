@@ -25,8 +25,6 @@ from .types import DocsToLayers
 def ContextualEncoder(
     name: str, shim: EncoderShim, *, window: int, max_batch_tokens: int, stateful: bool
 ) -> DocsToLayers:
-    if max_batch_tokens < window + 2:
-        raise ValueError(f"max_batch_tokens ({max_batch_tokens}) must be at least window + 2 ({window + 2})")
     if stateful and shim.segment_cache.enabled:
         raise ValueError(
             "segment_cache_mb needs stateful = false: a stateful encoder's vectors depend on what it "

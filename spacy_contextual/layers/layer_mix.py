@@ -14,6 +14,8 @@ from __future__ import annotations
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
+from .settings import check_finite, check_flag, check_fraction
+
 LAYER_NORM_EPS = 1e-6
 
 
@@ -26,8 +28,9 @@ def LayerMix(
     width: int | None = None,
 ) -> Model[list[Floats3d], list[Floats2d]]:
     """``width``: when given, the layers must have it (a listener without projection promises it)."""
-    if not 0.0 <= layer_dropout < 1.0:
-        raise ValueError(f"layer_dropout must be in [0, 1), got {layer_dropout}")
+    check_fraction("layer_dropout", layer_dropout)
+    check_flag("layer_norm", layer_norm)
+    check_finite("grad_factor", grad_factor, "scales the gradient passed back to the encoder; 0 sends none")
     return Model(
         "layer_mix",
         forward,

@@ -4,7 +4,9 @@ During ``nlp.update`` the upstream component runs the encoder once per batch and
 listener the per-doc layers with a backprop callback (spacy-transformers' pattern); outside training
 the listener reads ``doc._.elmo_data`` / ``doc._.cove_data`` (the upstream needs ``store = "all"``).
 The listener returns the layers, (n_layers, len(doc), width) per doc; the architectures in
-``architectures.py`` put each component's own layer mix on top.
+``architectures.py`` put each component's own layer mix on top. It knows the fingerprint of its
+upstream encoder's weights and refuses Doc data computed by another model (a DocBin made with
+another pipeline) instead of scoring it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from collections.abc import Callable
 from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats3d
+
+from ..errors import ContextualError
+from .encoder import get_shim
 
 
 class ContextualListener(Model):
@@ -26,7 +31,7 @@ class ContextualListener(Model):
             forward=forward,
             init=init,
             dims={"nO": None, "nL": None},
-            attrs={"layer_widths": None},
+            attrs={"layer_widths": None, "fingerprint": None},
         )
         self.kind = kind  # "elmo" or "cove": only a pipe of that kind binds this listener
         self.upstream_name = upstream_name
@@ -67,10 +72,11 @@ class ContextualListener(Model):
         self._shape_pass = False
 
     def set_upstream_dims(self, encoder: Model) -> None:
-        """Width, layer count and per-layer widths of the upstream encoder's output."""
+        """Width, layer count, per-layer widths and weights' fingerprint of the upstream encoder."""
         self.set_dim("nO", encoder.get_dim("nO"), force=True)
         self.set_dim("nL", encoder.get_dim("nL"), force=True)
         self.attrs["layer_widths"] = encoder.attrs["layer_widths"]
+        self.attrs["fingerprint"] = get_shim(encoder).fingerprint()
 
 
 def init(model: ContextualListener, X=None, Y=None) -> None:
@@ -103,6 +109,12 @@ def _annotated_layers(model: ContextualListener, doc: Doc, is_train: bool) -> Fl
         )
         raise ValueError(
             f"doc._.{model.extension} is not set: the '{model.kind}' component must run before this component; {hint}"
+        )
+    expected = model.attrs.get("fingerprint")
+    if data.fingerprint is not None and expected is not None and data.fingerprint != expected:
+        raise ContextualError(
+            f"doc._.{model.extension} was computed by another model (fingerprint {data.fingerprint}) than this "
+            f"pipeline's '{model.kind}' (fingerprint {expected}): run this pipeline's '{model.kind}' on the Docs again"
         )
     if model.has_dim("nL") and data.n_layers != model.get_dim("nL"):
         raise ValueError(

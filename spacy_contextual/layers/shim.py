@@ -2,14 +2,17 @@
 
 The encoder's architecture is only known once its weights are loaded (``initialize()``), so the
 shim starts empty and builds the module from the stored config when a pipeline is deserialized. No
-pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors bytes>}``.
+pickle: ``to_bytes`` writes ``{"config": <module config>, "state": <safetensors bytes>, "sha256": <its
+digest>}``, and ``from_bytes`` refuses weights that do not match their digest (a private encoder inside
+another component's model file included).
 
 ``run(words, is_train)`` is the one way through the module: token strings in, token-aligned layers
 (B, n_layers, T, width) out (row b's tokens at positions 0..len_b-1). Without training it runs in
 eval mode under no_grad; with training, in train mode, and it returns a backprop callback that takes
 the gradient of those layers. Subclasses say how to build the module and how to run it on words
 (``layers_of``). The shim also owns the segment cache (``segment_cache.py``) of the layer's
-outputs, emptied with every change of weights.
+outputs, emptied with every change of weights, and the weights' ``fingerprint``, which names the model
+that computed a Doc's vectors.
 
 ``mixed_precision`` autocasts the module on the device it runs on: float16 on CUDA, with the
 gradients scaled by thinc's grad scaler as its ``PyTorchShim`` does, and bfloat16 on the CPU (no
@@ -19,6 +22,8 @@ weights are loaded (the weights then go there when they come).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import chain
@@ -30,6 +35,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
+from ..errors import ModelDirError
 from ..formats.model_dir import check_finite, load_matching_state
 from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
@@ -46,6 +52,7 @@ class EncoderShim(PyTorchShim):
         super().__init__(None, mixed_precision=mixed_precision, grad_scaler=PyTorchGradScaler(enabled=False))
         self.segment_cache = SegmentCache(segment_cache_mb)
         self._target_device: torch.device | None = None  # set by to_device()
+        self._fingerprint: tuple[Hashable, str] | None = None  # (weights_signature, fingerprint)
 
     # -- to implement ---------------------------------------------------------------------------
 
@@ -139,10 +146,23 @@ class EncoderShim(PyTorchShim):
         tensors = chain(self.module.parameters(), self.module.buffers())
         return self._mixed_precision, tuple((id(t), t.data_ptr(), t._version, t.device) for t in tensors)
 
+    def fingerprint(self) -> str:
+        """The first 16 hex digits of the SHA-256 of the module's config and weights, computed again
+        whenever the weights change."""
+        signature = self.weights_signature()
+        if self._fingerprint is None or self._fingerprint[0] != signature:
+            digest = hashlib.sha256(json.dumps(self.module_config(), sort_keys=True).encode("utf-8"))
+            for name, tensor in sorted(self.module.state_dict().items()):
+                digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+                digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+            self._fingerprint = signature, digest.hexdigest()[:16]
+        return self._fingerprint[1]
+
     def finish_update(self, optimizer) -> None:
         # thinc's update assigns new ``.data`` to each parameter, which leaves its version counter as it was
         if self._model is not None and any(p.grad is not None for p in self._model.parameters()):
             self.segment_cache.clear()
+            self._fingerprint = None
         super().finish_update(optimizer)
 
     @property
@@ -161,17 +181,26 @@ class EncoderShim(PyTorchShim):
     def to_bytes(self) -> bytes:
         if self._model is None:
             return srsly.msgpack_dumps({"config": None, "state": b""})
-        state = {name: tensor.detach().cpu().contiguous() for name, tensor in self._model.state_dict().items()}
-        return srsly.msgpack_dumps({"config": self.module_config(), "state": save_safetensors(state)})
+        state = save_safetensors(
+            {name: tensor.detach().cpu().contiguous() for name, tensor in self._model.state_dict().items()}
+        )
+        return srsly.msgpack_dumps(
+            {"config": self.module_config(), "state": state, "sha256": hashlib.sha256(state).hexdigest()}
+        )
 
     def from_bytes(self, bytes_data: bytes) -> EncoderShim:
         msg = srsly.msgpack_loads(bytes_data)
         if msg["config"] is None:
             self._model = None
             return self
+        source = f"the {self.description} stored in the pipeline"
+        if "sha256" in msg and hashlib.sha256(msg["state"]).hexdigest() != msg["sha256"]:  # absent: saved before
+            raise ModelDirError(
+                f"{source} does not match the SHA-256 saved with it: the pipeline's file was damaged or altered after "
+                "saving; copy or save the pipeline again"
+            )
         module = self.build_module(msg["config"])
         state = load_safetensors(msg["state"])
-        source = f"the {self.description} stored in the pipeline"
         check_finite(state, source)
         load_matching_state(module, state, source)
         self.load(module)

@@ -24,10 +24,13 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 from thinc.types import Floats3d
 
+from ..errors import ContextualError
 from ..layers.architectures import replace_listener, replace_listener_cfg
 from ..layers.encoder import get_shim, load_weights
 from ..layers.listener import ContextualListener
+from ..layers.settings import check_choice, check_flag, check_layer_index, check_positive
 from ..layers.types import DocsToLayers
+from .component_manifest import verify_component_manifest, write_component_manifest
 from .doc_data import ContextualData, install_extensions
 from .vector_hooks import layer_source, set_vector_hooks, tensor_source
 
@@ -50,14 +53,6 @@ class ContextualPipe(TrainablePipe):
         vector_hooks: bool = True,
         vector_layer: int | None = None,
     ):
-        if store not in STORE_OPTIONS:
-            raise ValueError(f"store must be one of {STORE_OPTIONS}, got {store!r}")
-        if learn_rate_scale < 0:
-            raise ValueError(f"learn_rate_scale must be >= 0 (it multiplies the learning rate), got {learn_rate_scale}")
-        if vector_hooks and store == "none" and not set_doc_tensor:
-            raise ValueError(
-                'vector_hooks need the vectors somewhere: set store to "all"/"mixed" or set_doc_tensor = true'
-            )
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -70,6 +65,7 @@ class ContextualPipe(TrainablePipe):
             "vector_hooks": vector_hooks,
             "vector_layer": vector_layer,
         }
+        self.check_settings()
         # nlp.replace_listeners: the copied encoder and the private variant's config are frozen as this component is
         # (bound methods, not lambdas: spawned nlp.pipe workers receive the component pickled)
         self.model.attrs["replace_listener"] = self._replace_listener
@@ -124,6 +120,24 @@ class ContextualPipe(TrainablePipe):
                 if isinstance(node, ContextualListener) and node.kind == self.kind and node.upstream_name in names:
                     self.add_listener(node, component.name)
 
+    def check_settings(self) -> None:
+        """The settings in ``cfg`` (from the config, or from a saved pipeline's ``cfg`` file)."""
+        for flag in ("frozen", "set_doc_tensor", "vector_hooks"):
+            check_flag(flag, self.cfg[flag])
+        check_positive(
+            "learn_rate_scale", self.cfg["learn_rate_scale"], "it multiplies the learning rate of a fine-tuned encoder"
+        )
+        check_choice("store", self.cfg["store"], STORE_OPTIONS)
+        check_layer_index("vector_layer", self.cfg["vector_layer"], None)  # its range once the weights are known
+        if self.cfg["vector_hooks"] and self.cfg["store"] == "none" and not self.cfg["set_doc_tensor"]:
+            raise ContextualError(
+                'vector_hooks need the vectors somewhere: set store to "all"/"mixed" or set_doc_tensor = true'
+            )
+
+    def check_vector_layer(self) -> None:
+        """``vector_layer`` against the loaded encoder's layers (the other settings are checked when built)."""
+        check_layer_index("vector_layer", self.cfg["vector_layer"], len(get_shim(self.model).layer_names))
+
     # -- prediction -----------------------------------------------------------------------------
 
     def __call__(self, doc: Doc) -> Doc:
@@ -140,15 +154,18 @@ class ContextualPipe(TrainablePipe):
 
     def set_annotations(self, docs: Iterable[Doc], layers: list[Floats3d]) -> None:
         shim = get_shim(self.model)
-        names, widths = shim.layer_names, shim.layer_widths
+        names, widths, fingerprint = shim.layer_names, shim.layer_widths, shim.fingerprint()
+        self.check_vector_layer()
+        for listener in self.listeners:  # a fine-tuned encoder's fingerprint changes with its weights
+            listener.attrs["fingerprint"] = fingerprint
         store, layer = self.cfg["store"], self.cfg["vector_layer"]
         for doc, doc_layers in zip(docs, layers, strict=True):
-            data = ContextualData(doc_layers, names, widths)
+            data = ContextualData(doc_layers, names, widths, fingerprint=fingerprint)
             if store == "all":
                 doc._.set(self.extension, data)
             elif store == "mixed":
                 name = "mean" if layer is None else names[layer]
-                doc._.set(self.extension, ContextualData(data.token_vectors(layer)[None], [name]))
+                doc._.set(self.extension, data.with_layers(data.token_vectors(layer)[None], [name]))
             if self.cfg["set_doc_tensor"]:
                 doc.tensor = data.token_vectors(layer)
             if self.cfg["vector_hooks"]:
@@ -219,6 +236,7 @@ class ContextualPipe(TrainablePipe):
         keep weights already there (a sourced component) or load the bundled default."""
         if loader is not None or not get_shim(self.model).loaded:
             load_weights(self.model, (loader or self.default_loader())())
+        self.check_vector_layer()
         self.model.initialize()
         for listener in self.listeners:
             listener.set_upstream_dims(self.model)
@@ -227,6 +245,21 @@ class ContextualPipe(TrainablePipe):
                 if component is self:
                     for _, later in nlp.pipeline[index:]:
                         self.find_listeners(later)
+
+    # -- saving and loading ---------------------------------------------------------------------
+
+    def to_disk(self, path, *, exclude: Iterable[str] = ()) -> None:
+        """spaCy's files, and the manifest of their sizes and SHA-256 (``component_manifest.py``)."""
+        super().to_disk(path, exclude=exclude)
+        write_component_manifest(path)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = ()) -> ContextualPipe:
+        verify_component_manifest(path, exclude)
+        super().from_disk(path, exclude=exclude)
+        self.check_settings()
+        if get_shim(self.model).loaded:
+            self.check_vector_layer()
+        return self
 
     def default_loader(self) -> Callable[[], object]:
         """The bundled model's loader (``[initialize]`` names another)."""

@@ -86,9 +86,10 @@ def test_learn_rate_scale_scales_only_the_bilm_step(model_dir):
     )  # the task layers: full step
 
 
-def test_negative_learn_rate_scale_is_refused(model_dir):
-    with pytest.raises(ValueError, match="learn_rate_scale must be >= 0"):
-        build_listener_pipeline(model_dir, frozen=False, learn_rate_scale=-1.0)
+@pytest.mark.parametrize("scale", [-1.0, 0.0])
+def test_learn_rate_scale_that_is_not_positive_is_refused(model_dir, scale):
+    with pytest.raises(ValueError, match="learn_rate_scale must be a number > 0"):
+        build_listener_pipeline(model_dir, frozen=False, learn_rate_scale=scale)
 
 
 def tagger_params(nlp):
