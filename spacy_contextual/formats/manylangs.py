@@ -91,8 +91,6 @@ def read_architecture(path: Path) -> dict[str, Any]:
     if char_dim:
         char_cnn = {key: MANYLANGS[key] for key in CHAR_CNN_KEYS}
         validate_section(embedder, char_cnn, str(path), "token_embedder.", other_keys=True)
-    if not char_dim and not embedder["word_dim"]:
-        raise ModelDirError(f"{path}: word_dim and char_dim are both 0, so tokens have no features")
     architecture = {
         "projection_dim": encoder["projection_dim"],
         "lstm_dim": encoder["dim"],
@@ -106,11 +104,16 @@ def read_architecture(path: Path) -> dict[str, Any]:
         "activation": embedder["activation"] if char_dim else "relu",
         "max_characters_per_token": embedder["max_characters_per_token"],
     }
-    check_filters_fit(architecture, str(path))
+    check_architecture(architecture, str(path))
     return architecture
 
 
-def check_filters_fit(architecture: dict[str, Any], source: str) -> None:
+def check_architecture(architecture: dict[str, Any], source: str) -> None:
+    """What the keys' own rules cannot say: some token features, filters that fit a token."""
+    if not architecture["char_dim"] and not architecture["word_dim"]:
+        raise ModelDirError(f"{source}: word_dim and char_dim are both 0, so tokens have no features")
+    if architecture["char_dim"] and not architecture["filters"]:
+        raise ModelDirError(f"{source}: char_dim is {architecture['char_dim']} but there are no filters")
     widest = max((width for width, _ in architecture["filters"]), default=0)
     if widest > architecture["max_characters_per_token"]:
         raise ModelDirError(
