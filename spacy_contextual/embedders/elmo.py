@@ -41,7 +41,8 @@ class ElmoEmbedder(Embedder):
         self.autocast_dtype = autocast_dtype
         self.token_cache = TokenVectorCache(token_cache_size)
         self.layer_names = ["token"] + [f"lstm{j}" for j in range(1, bilm.num_layers)]
-        self.layer_labels = ["char-CNN"] + [f"LSTM-{j}" for j in range(1, bilm.num_layers)]
+        token_label = getattr(bilm.token_encoder, "label", "char-CNN")  # ELMoForManyLangs: word and/or char-CNN
+        self.layer_labels = [token_label] + [f"LSTM-{j}" for j in range(1, bilm.num_layers)]
         self.layer_widths = [bilm.output_dim] * bilm.num_layers
 
     # -- construction ---------------------------------------------------------------------------

@@ -47,6 +47,12 @@ class ManyLangsTokenEmbedder(nn.Module):
         self.projection = nn.Linear((word_dim if words is not None else 0) + n_filters, output_dim)
         self.output_dim = output_dim
 
+    @property
+    def label(self) -> str:
+        """What layer 0 is, for display."""
+        parts = (("word", self.word_embedding), ("char-CNN", self.char_cnn))
+        return " + ".join(name for name, part in parts if part is not None)
+
     def token_ids(self, words: Sequence[str]) -> torch.Tensor:
         return self.lexicons.token_ids(words)
 

@@ -5,7 +5,10 @@ format, detection, and one-line errors for damaged files."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -89,8 +92,7 @@ def test_cli_all_layers_match_the_original(tmp_path):
     """``spacy-contextual elmo --all --model DIR`` on the fixture's sentences (whitespace-free tokens
     joined by spaces; the rest are left out of this check)."""
     reference = np.load(MANYLANGS_FIXTURE / "reference_all.npz")
-    kept = [i for i, s in enumerate(SENTENCES) if s and all(t and not any(c.isspace() for c in t) for t in s)]
-    assert len(kept) > 30
+    kept = _space_free_sentences()
     input_file = tmp_path / "input.txt"
     input_file.write_text("".join(" ".join(SENTENCES[i]) + "\n" for i in kept), encoding="utf-8")
     out = tmp_path / "out.hdf5"
@@ -99,6 +101,53 @@ def test_cli_all_layers_match_the_original(tmp_path):
     with h5py.File(out) as f:
         for row, i in enumerate(kept):
             np.testing.assert_allclose(f[str(row)][...], reference[str(i)], **TOLERANCE)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_cli_sharded_matches_the_original(tmp_path):
+    """``--processes 2``: two ranks each load the model and embed their share."""
+    reference = np.load(MANYLANGS_FIXTURE / "reference_all.npz")
+    kept = _space_free_sentences()
+    input_file = tmp_path / "input.txt"
+    input_file.write_text("".join(" ".join(SENTENCES[i]) + "\n" for i in kept), encoding="utf-8")
+    out = tmp_path / "out.hdf5"
+    command = [sys.executable, "-m", "spacy_contextual", "elmo", input_file, out, "--all", "--model", MODEL]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([str(a) for a in (*command, "--processes", "2")], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with h5py.File(out) as f:
+        for row, i in enumerate(kept):
+            np.testing.assert_allclose(f[str(row)][...], reference[str(i)], **TOLERANCE)
+
+
+def test_sense_probe_runs_on_the_model(tmp_path):
+    lines = [
+        {"id": f"b{n}", "word": "bank", "sense": sense, "tokens": tokens, "target": tokens.index("bank")}
+        for n, (sense, tokens) in enumerate(
+            [
+                ("money", ["the", "bank", "."]),
+                ("money", ["Bank", "the", "bank"]),
+                ("money", ["the", "bank", "the"]),
+                ("river", ["river", "bank", "."]),
+                ("river", ["the", "river", "bank"]),
+                ("river", ["bank", "river", "."]),
+            ]
+        )
+    ]
+    path = tmp_path / "bank.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    model = write_manylangs_dir(tmp_path / "m")
+    result = runner.invoke(app, ["sense-probe", str(path), "--model", str(model), "--folds", "2"])
+    assert result.exit_code == 0, result.output
+    assert "bank" in result.output and "word + char-CNN" in result.output
+
+
+def _space_free_sentences() -> list[int]:
+    """The fixture's sentences that survive being written as one line of space-separated tokens."""
+    kept = [i for i, s in enumerate(SENTENCES) if s and all(t and not any(c.isspace() for c in t) for t in s)]
+    assert len(kept) > 30
+    return kept
 
 
 # -- tiny models of other shapes against the original's equations --------------------------------
