@@ -162,10 +162,15 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as error:
-        cause = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        message = str(error).strip()
+        if message.startswith("Weights only load failed"):  # torch's advice that follows is to unpickle anyway
+            raise ModelDirError(
+                f"{path} holds objects other than tensors, which are never unpickled here (they could run code); "
+                "it is not an ELMoForManyLangs weight file"
+            ) from None
+        cause = (message.splitlines() or [type(error).__name__])[0]
         raise ModelDirError(
-            f"{path} is not a readable PyTorch state dict of tensors ({cause[:200]}); the file is damaged or holds "
-            "other objects than tensors"
+            f"{path} is not a readable PyTorch state dict ({cause[:200]}); the file is damaged or truncated"
         ) from None
     if not isinstance(state, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()

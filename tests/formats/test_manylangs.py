@@ -363,7 +363,7 @@ class Evil:
         (lambda d: (d / "word.dic").write_text("<oov>\t0\n<pad>\t7\n"), "outside its 2-row table"),
         (lambda d: (d / "encoder.pkl").unlink(), "encoder.pkl is missing"),
         (lambda d: (d / "encoder.pkl").write_bytes(b"\x80\x02garbage"), "encoder.pkl is not a readable PyTorch"),
-        (lambda d: torch.save({"w": Evil()}, d / "encoder.pkl"), "encoder.pkl is not a readable PyTorch"),
+        (lambda d: torch.save({"w": Evil()}, d / "encoder.pkl"), "encoder.pkl holds objects other than tensors"),
         (lambda d: torch.save([torch.zeros(2)], d / "encoder.pkl"), "encoder.pkl does not hold a state dict"),
         (
             lambda d: _damage(
@@ -402,3 +402,12 @@ def test_architecture_errors_name_the_key(tmp_path):
     arch.write_text(json.dumps(data))
     with pytest.raises(ModelDirError, match="encoder.name is 'lstm'"):
         load_encoder("elmo", directory)
+
+
+def test_bilm_tf_export_is_refused_cleanly(tmp_path):
+    from spacy_contextual.errors import ContextualError
+
+    bilm = load_encoder("elmo", write_manylangs_dir(tmp_path / "m")).bilm
+    with pytest.raises(ContextualError, match="no place for this model's token embedder"):
+        export_bilm_tf(bilm, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
