@@ -162,13 +162,14 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as error:
-        message = str(error).strip()
-        if message.startswith("Weights only load failed"):  # torch's advice that follows is to unpickle anyway
+        message = str(error)
+        if "WeightsUnpickler error:" in message:  # not torch's advice around it, which is to unpickle anyway
+            reason = message.split("WeightsUnpickler error:", 1)[1].split(". Please")[0]
             raise ModelDirError(
-                f"{path} holds objects other than tensors, which are never unpickled here (they could run code); "
-                "it is not an ELMoForManyLangs weight file"
+                f"{path} cannot be read as tensors only ({' '.join(reason.split())[:160]}): it is damaged, or it "
+                "holds other objects, which are never unpickled here (they could run code)"
             ) from None
-        cause = (message.splitlines() or [type(error).__name__])[0]
+        cause = (message.strip().splitlines() or [type(error).__name__])[0]
         raise ModelDirError(
             f"{path} is not a readable PyTorch state dict ({cause[:200]}); the file is damaged or truncated"
         ) from None

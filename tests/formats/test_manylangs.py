@@ -348,6 +348,10 @@ def _damage(directory, name, change):
     torch.save(state, directory / name, _use_new_zipfile_serialization=False)
 
 
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[:3000])
+
+
 class Evil:
     def __reduce__(self):
         return (print, ("this code must never run",))
@@ -362,8 +366,15 @@ class Evil:
         (lambda d: (d / "char.dic").write_text("a\t0\n"), r"char.dic lacks the entries \['<bos>'"),
         (lambda d: (d / "word.dic").write_text("<oov>\t0\n<pad>\t7\n"), "outside its 2-row table"),
         (lambda d: (d / "encoder.pkl").unlink(), "encoder.pkl is missing"),
-        (lambda d: (d / "encoder.pkl").write_bytes(b"\x80\x02garbage"), "encoder.pkl is not a readable PyTorch"),
-        (lambda d: torch.save({"w": Evil()}, d / "encoder.pkl"), "encoder.pkl holds objects other than tensors"),
+        (
+            lambda d: (d / "encoder.pkl").write_bytes(b"\x80\x02garbage"),
+            r"encoder.pkl cannot be read as tensors only \(Unsupported operand",
+        ),
+        (
+            lambda d: torch.save({"w": Evil()}, d / "encoder.pkl"),
+            r"encoder.pkl cannot be read as tensors only \(Unsupported global",
+        ),
+        (lambda d: _truncate(d / "encoder.pkl"), r"encoder.pkl is not a readable PyTorch state dict \(unexpected EOF"),
         (lambda d: torch.save([torch.zeros(2)], d / "encoder.pkl"), "encoder.pkl does not hold a state dict"),
         (
             lambda d: _damage(
