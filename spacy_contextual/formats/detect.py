@@ -28,6 +28,17 @@ GLOVE_PATTERNS = ("*.txt", "*.txt.gz")
 
 def detect_format(path: PathLike) -> str:
     """One of OURS, MANYLANGS, BILM_TF, COVE_PTH; a directory in none of them is refused."""
+    found = format_of(path)
+    if found is None:
+        raise ModelDirError(
+            f"{path} holds no model this package reads: expected config.json (our model directory or an "
+            "ELMoForManyLangs model), options.json + weights.hdf5 (bilm-tf), or a CoVe *.pth with a GloVe *.txt"
+        )
+    return found
+
+
+def format_of(path: PathLike) -> str | None:
+    """``detect_format``, or None for a directory in none of the formats."""
     directory = Path(path)
     config = directory / CONFIG_NAME
     if config.is_file():
@@ -42,10 +53,7 @@ def detect_format(path: PathLike) -> str:
         return BILM_TF
     if _matches(directory, ("*.pth",)) and _matches(directory, GLOVE_PATTERNS):
         return COVE_PTH
-    raise ModelDirError(
-        f"{directory} holds no model this package reads: expected config.json (our model directory or an "
-        "ELMoForManyLangs model), options.json + weights.hdf5 (bilm-tf), or a CoVe *.pth with a GloVe *.txt"
-    )
+    return None
 
 
 def bilm_tf_files(path: PathLike) -> tuple[Path, Path]:

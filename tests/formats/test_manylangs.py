@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -21,7 +22,7 @@ from spacy_contextual.cli import app
 from spacy_contextual.embedders import ElmoEmbedder, load_encoder
 from spacy_contextual.errors import ModelDirError
 from spacy_contextual.formats.bilm_tf import export_bilm_tf
-from spacy_contextual.formats.detect import BILM_TF, COVE_PTH, MANYLANGS, OURS, detect_format
+from spacy_contextual.formats.detect import MANYLANGS, OURS, detect_format
 from spacy_contextual.formats.manylangs import SHIPPED_ARCHITECTURES, find_architecture, read_dictionary
 from spacy_contextual.models.manylangs_bilm import ManyLangsBiLM
 
@@ -285,30 +286,7 @@ def test_conversion_never_overwrites_the_source(tmp_path):
     assert {p.name: p.read_bytes() for p in source.iterdir()} == before
 
 
-# -- finding files: detection, the architecture JSON, dictionaries -------------------------------
-
-
-def test_detect_format(tmp_path, tiny_model_dir):
-    from util import tiny_bilm
-
-    assert detect_format(tiny_model_dir) == OURS
-    assert detect_format(MODEL) == MANYLANGS
-    export_bilm_tf(tiny_bilm(), tmp_path / "bilm_tf")
-    assert detect_format(tmp_path / "bilm_tf") == BILM_TF
-    expected = ElmoEmbedder.load(tiny_model_dir).embed_sentences([["a", "b"]])[0]
-    np.testing.assert_allclose(
-        load_encoder("elmo", tmp_path / "bilm_tf").embed_sentences([["a", "b"]])[0], expected, atol=1e-6
-    )
-    cove = tmp_path / "cove"
-    cove.mkdir()
-    (cove / "wmtlstm-8f474287.pth").write_bytes(b"")
-    (cove / "glove.840B.300d.txt").write_text("the 0.1 0.2\n")
-    assert detect_format(cove) == COVE_PTH
-    with pytest.raises(ModelDirError, match="CoVe model"):
-        load_encoder("elmo", cove)
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelDirError, match="holds no model"):
-        load_encoder("elmo", tmp_path / "empty")
+# -- finding files: the architecture JSON, dictionaries -------------------------------
 
 
 def test_architecture_json_resolution(tmp_path):
@@ -352,6 +330,13 @@ def _truncate(path):
     path.write_bytes(path.read_bytes()[:3000])
 
 
+def _claim_a_huge_storage(path):
+    """A legacy pickle whose storage claims 2**31 - 1 elements (8 GiB) but holds 123457."""
+    torch.save({"w": torch.zeros(123457)}, path, _use_new_zipfile_serialization=False)
+    needle = b"J" + struct.pack("<i", 123457)
+    path.write_bytes(path.read_bytes().replace(needle, b"J" + struct.pack("<i", 2**31 - 1), 1))
+
+
 class Evil:
     def __reduce__(self):
         return (print, ("this code must never run",))
@@ -375,6 +360,7 @@ class Evil:
             r"encoder.pkl cannot be read as tensors only \(Unsupported global",
         ),
         (lambda d: _truncate(d / "encoder.pkl"), r"encoder.pkl is not a readable PyTorch state dict \(unexpected EOF"),
+        (lambda d: _claim_a_huge_storage(d / "encoder.pkl"), r"encoder.pkl is not a readable PyTorch state dict"),
         (lambda d: torch.save([torch.zeros(2)], d / "encoder.pkl"), "encoder.pkl does not hold a state dict"),
         (
             lambda d: _damage(
