@@ -63,6 +63,7 @@ def write_manylangs_dir(
     n_layers: int = 2,
     max_characters: int = 10,
     activation: str = "relu",
+    clip: float = 3,
     zip_format: bool = False,
     seed: int = 0,
 ) -> Path:
@@ -82,8 +83,8 @@ def write_manylangs_dir(
         "encoder": {
             "name": "elmo",
             "projection_dim": projection_dim,
-            "cell_clip": 3,
-            "proj_clip": 3,
+            "cell_clip": clip,
+            "proj_clip": clip,
             "dim": lstm_dim,
             "n_layers": n_layers,
         },

@@ -84,7 +84,7 @@ MANYLANGS = {  # models/manylangs_bilm.py: ManyLangsConfig less its dictionaries
     "filters": Rule("a list of [width, count] pairs of integers >= 1", lambda v: v == [] or FILTERS.test(v)),
     "n_highway": integer(0),
     "activation": one_of("relu", "tanh"),
-    "max_characters_per_token": integer(7),
+    "max_characters_per_token": integer(3),  # a boundary token's ids: <eow>, <bos> or <eos>, <bow>
 }
 SEQ2SEQ = {  # models/seq2seq.py: Seq2SeqConfig
     "source_vocab_size": integer(1),

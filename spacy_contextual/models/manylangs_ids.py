@@ -1,7 +1,9 @@
 """The input ids of ELMoForManyLangs (HIT-SCIR) models: a word id and character ids per token.
 
 A sentence is ``<bos> t_1 .. t_n <eos>``. A token longer than ``max_characters - 2`` code points is
-cut to its first ``max_characters - 2`` before both lookups. Then:
+cut to its first ``max_characters - 2`` before both lookups (never the boundaries: with
+``max_characters`` < 7 the original would also cut a literal "<bos>" inside a sentence, which here
+stays a boundary token). Then:
 
     word id   = words[token] (exact, case-sensitive), else words["<oov>"]
     char ids  = [chars["<eow>"], chars[c_1] .. chars[c_m], chars["<bow>"], chars["<pad>"], ...]
@@ -38,7 +40,9 @@ class Lexicons:
         return (self.words is not None) + (self.max_characters if self.chars is not None else 0)
 
     def cut(self, token: str) -> str:
-        return token[: self.max_characters - 2] if len(token) + 2 > self.max_characters else token
+        if len(token) + 2 <= self.max_characters or token in (BOS, EOS):
+            return token
+        return token[: self.max_characters - 2]
 
     def word_id(self, token: str) -> int:
         return self.words.get(self.cut(token), self.words[OOV])
