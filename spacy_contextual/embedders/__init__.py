@@ -2,7 +2,7 @@
 out, ELMo and CoVe alike (``embedder.Embedder``).
 
     from spacy_contextual.embedders import load_encoder
-    elmo = load_encoder("elmo")                  # the bundled model; or a model directory
+    elmo = load_encoder("elmo")                  # the bundled model; or a model directory (any ELMo format)
     layers = elmo.embed_sentences([["The", "bank", "."]])[0]   # (3, 3, 256)
 """
 
@@ -19,7 +19,9 @@ EMBEDDERS = {"elmo": ElmoEmbedder, "cove": CoveEmbedder}
 
 
 def load_encoder(kind: str, name_or_path: PathLike | None = None, **kwargs) -> Embedder:
-    """The ELMo or CoVe embedder for a model directory; None or "default" = the bundled model."""
+    """The ELMo or CoVe embedder for a model directory in any format this package reads (ours, an
+    ELMoForManyLangs archive, bilm-tf options + weights, the published CoVe .pth + GloVe: told by its
+    files); None or "default" = the bundled model."""
     if kind not in EMBEDDERS:
         raise ContextualError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
     return EMBEDDERS[kind].load(name_or_path, **kwargs)

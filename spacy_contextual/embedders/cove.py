@@ -23,6 +23,7 @@ from ..errors import ContextualError
 from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import MT_KIND, load_cove_layers, load_translator, longest_training_sentence, model_kind
 from ..formats.cove_pth import load_published_cove
+from ..formats.detect import COVE_PTH, cove_pth_files, format_of
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translation, Translator
 from ..models.text import Vocab, detokenize, pad, replace_unknown, tokenize
@@ -65,8 +66,11 @@ class CoveEmbedder(Embedder):
 
     @classmethod
     def load(cls, model: PathLike | None = None, **kwargs) -> CoveEmbedder:
-        """A "cove-mt" or "cove-encoder" directory; None or "default" = the bundled model (cove-mt)."""
+        """A "cove-mt" or "cove-encoder" directory, or one holding the published ``wmtlstm-*.pth`` and a GloVe
+        text file (``formats/detect.py``); None or "default" = the bundled model (cove-mt)."""
         path = resolve_model_dir("cove", model)
+        if format_of(path) == COVE_PTH:
+            return cls.from_pth(*cove_pth_files(path), **kwargs)
         if model_kind(path) == MT_KIND:
             translator, source_vocab, target_vocab = load_translator(path)
             layers = CoveLayers(translator.encoder, translator.source_vectors, source_vocab)

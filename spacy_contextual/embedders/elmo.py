@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from ..devices import autocast, resolve_device
-from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
+from ..formats.detect import load_elmo
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
 from ..types import PathLike
@@ -41,7 +41,8 @@ class ElmoEmbedder(Embedder):
         self.autocast_dtype = autocast_dtype
         self.token_cache = TokenVectorCache(token_cache_size)
         self.layer_names = ["token"] + [f"lstm{j}" for j in range(1, bilm.num_layers)]
-        self.layer_labels = ["char-CNN"] + [f"LSTM-{j}" for j in range(1, bilm.num_layers)]
+        token_label = getattr(bilm.token_encoder, "label", "char-CNN")  # ELMoForManyLangs: word and/or char-CNN
+        self.layer_labels = [token_label] + [f"LSTM-{j}" for j in range(1, bilm.num_layers)]
         self.layer_widths = [bilm.output_dim] * bilm.num_layers
 
     # -- construction ---------------------------------------------------------------------------
@@ -52,8 +53,9 @@ class ElmoEmbedder(Embedder):
 
     @classmethod
     def load(cls, model: PathLike | None = None, stateful: bool = False, **kwargs) -> ElmoEmbedder:
-        """Our model directory, or the bundled default when ``model`` is None or "default"."""
-        return cls(load_bilm(resolve_model_dir("elmo", model), stateful=stateful), **kwargs)
+        """A model directory in any ELMo format (ours, ELMoForManyLangs, bilm-tf: ``formats/detect.py``),
+        or the bundled default when ``model`` is None or "default"."""
+        return cls(load_elmo(resolve_model_dir("elmo", model), stateful=stateful), **kwargs)
 
     @property
     def token_cache_size(self) -> int:

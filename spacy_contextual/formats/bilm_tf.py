@@ -17,6 +17,7 @@ import torch
 
 from ..errors import ContextualError
 from ..models.bilm import BiLM, BiLMConfig
+from ..models.char_cnn import CharCNN
 from ..models.chars import N_CHARACTERS
 from ..types import PathLike
 
@@ -161,6 +162,11 @@ def bilm_tf_datasets(bilm: BiLM) -> dict[str, np.ndarray]:
 
 def export_bilm_tf(bilm: BiLM, output_dir: PathLike) -> tuple[Path, Path]:
     """Write ``options.json`` and ``weights.hdf5`` that bilm-tf, AllenNLP and :func:`load_bilm_tf` read."""
+    if not isinstance(bilm.token_encoder, CharCNN):
+        raise ContextualError(
+            "bilm-tf's files have no place for this model's token embedder (an ELMoForManyLangs model: word "
+            "embedding and dictionaries); keep it in our model directory (export-elmo --no-bilm-tf)"
+        )
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     options_path, weights_path = out / "options.json", out / "weights.hdf5"

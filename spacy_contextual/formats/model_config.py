@@ -73,6 +73,19 @@ BILM = {  # models/bilm.py: BiLMConfig
     "proj_clip": positive_or_null(),
     "use_skip_connections": BOOLEAN,
 }
+MANYLANGS = {  # models/manylangs_bilm.py: ManyLangsConfig less its dictionaries (word.dic / char.dic beside it)
+    "projection_dim": integer(1),
+    "lstm_dim": integer(1),
+    "n_layers": integer(1),
+    "cell_clip": positive_or_null(),
+    "proj_clip": positive_or_null(),
+    "word_dim": integer(0),
+    "char_dim": integer(0),
+    "filters": Rule("a list of [width, count] pairs of integers >= 1", lambda v: v == [] or FILTERS.test(v)),
+    "n_highway": integer(0),
+    "activation": one_of("relu", "tanh"),
+    "max_characters_per_token": integer(3),  # a boundary token's ids: <eow>, <bos> or <eos>, <bow>
+}
 SEQ2SEQ = {  # models/seq2seq.py: Seq2SeqConfig
     "source_vocab_size": integer(1),
     "target_vocab_size": integer(1),
@@ -91,6 +104,7 @@ SEQ2SEQ = {  # models/seq2seq.py: Seq2SeqConfig
 }
 SCHEMAS = {
     "elmo-bilm": {"bilm": BILM, "info": OBJECT},
+    "elmo-manylangs": {"manylangs": MANYLANGS, "info": OBJECT},
     "cove-mt": {"model": SEQ2SEQ, "precision": one_of(*PRECISIONS), "info": OBJECT},
     "cove-encoder": {
         "input_dim": integer(1),
@@ -124,8 +138,11 @@ def validate_config(config: Any, kind: str, source: str) -> dict[str, Any]:
     return config
 
 
-def validate_section(values: Any, schema: dict[str, Any], source: str, prefix: str = "") -> dict[str, Any]:
-    """Every key of ``schema`` present and valid, no other key (``prefix`` names the section in messages)."""
+def validate_section(
+    values: Any, schema: dict[str, Any], source: str, prefix: str = "", other_keys: bool = False
+) -> dict[str, Any]:
+    """Every key of ``schema`` present and valid, no other key unless ``other_keys`` (a file of another
+    project's, whose other keys we do not read); ``prefix`` names the section in messages."""
     if not isinstance(values, dict):
         raise ModelDirError(f"{source}: {prefix.rstrip('.') or 'the config'} is {values!r}; expected a JSON object")
     for key, rule in schema.items():
@@ -138,7 +155,7 @@ def validate_section(values: Any, schema: dict[str, Any], source: str, prefix: s
         elif not rule.test(values[key]):
             raise ModelDirError(f"{source}: {name} is {values[key]!r}; expected {rule.expects}")
     unknown = sorted(set(values) - set(schema))
-    if unknown:
+    if unknown and not other_keys:
         raise ModelDirError(
             f"{source} has unknown keys {[prefix + k for k in unknown]}; known: {[prefix + k for k in schema]}"
         )

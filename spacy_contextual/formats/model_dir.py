@@ -34,7 +34,7 @@ WEIGHTS_NAME = "model.safetensors"
 SHARD_PATTERN = "model-*-of-*.safetensors"
 MAX_SHARD_BYTES = 15 * 2**19  # 7.5 MiB
 VOCAB_NAME, TARGET_VOCAB_NAME = "vocab.txt", "target_vocab.txt"
-WORD_LISTS = (VOCAB_NAME, TARGET_VOCAB_NAME)
+WORD_LISTS = (VOCAB_NAME, TARGET_VOCAB_NAME, "word.dic", "char.dic")  # the .dic files: kind elmo-manylangs
 
 
 def _shards(tensors: dict[str, torch.Tensor], max_bytes: int) -> list[dict[str, torch.Tensor]]:
@@ -52,8 +52,15 @@ def _shards(tensors: dict[str, torch.Tensor], max_bytes: int) -> list[dict[str, 
 
 
 def is_model_dir(path: Path) -> bool:
-    """A directory spacy-contextual wrote (so saving over it may replace it)."""
-    return (path / CONFIG_NAME).is_file() or (path / MANIFEST_NAME).is_file()
+    """A directory spacy-contextual wrote (so saving over it may replace it): a manifest, or a config.json
+    naming its kind (another project's config.json, e.g. an ELMoForManyLangs model's, is not ours)."""
+    if (path / MANIFEST_NAME).is_file():
+        return True
+    try:
+        config = json.loads((path / CONFIG_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(config, dict) and "kind" in config
 
 
 def save_model_dir(

@@ -23,6 +23,7 @@ import torch
 from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import load_cove_layers
 from ..formats.cove_pth import load_published_cove
+from ..formats.detect import COVE_PTH, cove_pth_files, format_of
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from .encoder import ContextualEncoder
@@ -83,12 +84,16 @@ def cove_encoder_v1(
 
 @spacy.registry.misc("spacy-contextual.CoveModelDir.v1")
 def cove_model_dir_loader(path: str | None = None) -> Callable[[], CoveLayers]:
-    """A "cove-encoder" or "cove-mt" directory; null or "default" = the bundled model."""
+    """A "cove-encoder" or "cove-mt" directory, or one holding the published ``wmtlstm-*.pth`` and a GloVe
+    text file; null or "default" = the bundled model."""
     return partial(load_cove_model_dir, path)
 
 
 def load_cove_model_dir(path: str | None) -> CoveLayers:
-    return load_cove_layers(resolve_model_dir("cove", path))
+    directory = resolve_model_dir("cove", path)
+    if format_of(directory) == COVE_PTH:
+        return load_published_cove(*cove_pth_files(directory))
+    return load_cove_layers(directory)
 
 
 @spacy.registry.misc("spacy-contextual.CovePth.v1")

@@ -8,8 +8,10 @@ The char-CNN vectors go through the token cache (``models/token_cache.py``, the 
 batch while gradients flow into the biLM; emptied whenever the weights change.
 
 Weights are loaded at ``nlp.initialize()`` from the loader named in
-``[initialize.components.elmo.loader]`` (our model directory, the bundled default, or bilm-tf
-options + HDF5 weights), then stored inside the pipeline.
+``[initialize.components.elmo.loader]`` (a model directory in any ELMo format: ours, an
+ELMoForManyLangs model, bilm-tf options + HDF5 weights; the bundled default; or bilm-tf files named
+one by one), then stored inside the pipeline. An ELMoForManyLangs biLM is stored with its
+dictionaries (in the stored config).
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import Any
 import spacy
 import torch
 
-from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
-from ..formats.model_config import BILM, validate_section
+from ..formats.detect import load_elmo
+from ..formats.manylangs import check_architecture
+from ..formats.model_config import BILM, MANYLANGS, validate_section
 from ..models.bilm import BiLM, BiLMConfig
+from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.token_cache import TokenVectorCache
 from .encoder import ContextualEncoder
 from .settings import check_count, check_encoder_settings, check_flag
@@ -83,10 +87,18 @@ class BiLMShim(EncoderShim):
     # -- architecture ---------------------------------------------------------------------------
 
     def module_config(self) -> dict[str, Any]:
+        if isinstance(self.module, ManyLangsBiLM):
+            return {"manylangs": self.module.config.to_dict()}
         return {"bilm": self.module.config.to_dict()}
 
     def build_module(self, config: dict[str, Any]) -> BiLM:
-        return BiLM(BiLMConfig.from_dict(validate_section(config["bilm"], BILM, "the stored ELMo config", "bilm.")))
+        source = "the stored ELMo config"
+        if "manylangs" in config:
+            stored = dict(config["manylangs"])
+            lexicons = {key: stored.pop(key, None) for key in ("words", "chars")}
+            check_architecture(validate_section(stored, MANYLANGS, source, "manylangs."), source)
+            return ManyLangsBiLM(ManyLangsConfig(**stored, **lexicons))
+        return BiLM(BiLMConfig.from_dict(validate_section(config["bilm"], BILM, source, "bilm.")))
 
     @property
     def layer_names(self) -> list[str]:
@@ -129,12 +141,13 @@ def elmo_encoder_v1(
 
 @spacy.registry.misc("spacy-contextual.ElmoModelDir.v1")
 def elmo_model_dir_loader(path: str | None = None) -> Callable[[], BiLM]:
-    """Our model directory (``config.json`` + ``model.safetensors``); null or "default" = the bundled model."""
+    """A model directory in any ELMo format (ours, ELMoForManyLangs, bilm-tf options + weights);
+    null or "default" = the bundled model."""
     return partial(load_elmo_model_dir, path)
 
 
 def load_elmo_model_dir(path: str | None) -> BiLM:
-    return load_bilm(resolve_model_dir("elmo", path))
+    return load_elmo(resolve_model_dir("elmo", path))
 
 
 @spacy.registry.misc("spacy-contextual.ElmoBilmTF.v1")

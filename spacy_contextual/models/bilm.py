@@ -134,19 +134,22 @@ class BiLM(nn.Module):
         self.config = config
         self.stateful = stateful
         self.dropout = nn.Dropout(dropout)
-        P = config.projection_dim
-        self.token_encoder = CharCNN(
-            config.char_embedding_dim, config.filters, config.n_highway, P, config.activation, config.n_characters
-        )
-
-        def layer() -> ProjectedLSTM:
-            return ProjectedLSTM(P, config.lstm_dim, P, config.cell_clip, config.proj_clip)
-
-        self.forward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
-        self.backward_layers = nn.ModuleList(layer() for _ in range(config.n_layers))
+        self.token_encoder = self.build_token_encoder()
+        self.forward_layers = nn.ModuleList(self.build_lstm() for _ in range(config.n_layers))
+        self.backward_layers = nn.ModuleList(self.build_lstm() for _ in range(config.n_layers))
         # the carried state (stateful): buffers, so that .to() takes them along; never saved with the weights
         self.register_buffer("carried_h", None, persistent=False)  # (L, rows, 2P)
         self.register_buffer("carried_c", None, persistent=False)  # (L, rows, 2D)
+
+    def build_token_encoder(self) -> nn.Module:
+        """x_k of a token: bilm-tf's char CNN."""
+        c = self.config
+        return CharCNN(c.char_embedding_dim, c.filters, c.n_highway, c.projection_dim, c.activation, c.n_characters)
+
+    def build_lstm(self) -> ProjectedLSTM:
+        """One direction of one layer: bilm-tf's projected LSTM (+1 forget bias, W_P only when P < dim)."""
+        c = self.config
+        return ProjectedLSTM(c.projection_dim, c.lstm_dim, c.projection_dim, c.cell_clip, c.proj_clip)
 
     @property
     def num_layers(self) -> int:
@@ -244,7 +247,7 @@ class BiLM(nn.Module):
 
     def _update_states(self, new_h: torch.Tensor, new_c: torch.Tensor) -> None:
         """Keep the final states in the weights' dtype (autocast may have lowered them)."""
-        dtype = self.token_encoder.char_embedding.weight.dtype
+        dtype = self.forward_layers[0].state_linearity.weight.dtype
         new_h, new_c = new_h.detach().to(dtype), new_c.detach().to(dtype)
         if self.carried_h is None:
             self.carried_h, self.carried_c = new_h, new_c

@@ -8,7 +8,8 @@ For a token with character embeddings e (50, E):
     x_k   = y W_P + b_P                                 (projection to P, only if n_filters != P)
 
 This is bilm-tf's convention: the highway "carry" gate multiplies the transform, and the highway
-always uses ReLU whatever ``activation`` the convolutions use.
+always uses ReLU whatever ``activation`` the convolutions use. Tokens are ``max_characters`` ids wide
+(50 in bilm-tf's scheme, ``chars.py``); ``blank_ids`` are the ids that hold no character (padding).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS, PADDING_CHAR
+from .chars import N_CHARACTERS, PADDING_CHAR
 
 
 class Highway(nn.Module):
@@ -45,13 +46,15 @@ class CharCNN(nn.Module):
         output_dim: int,
         activation: str = "relu",
         n_characters: int = N_CHARACTERS,
+        blank_ids: Sequence[int] = (0, PADDING_CHAR + 1),
     ):
         super().__init__()
         if activation not in ("relu", "tanh"):
             raise ValueError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
         self.activation = torch.relu if activation == "relu" else torch.tanh
-        # Row 0 is the padding token: zero and never trained.
-        self.char_embedding = nn.Embedding(n_characters, char_embedding_dim, padding_idx=0)
+        # The first blank id (0, the padding token, in bilm-tf's scheme) is zero and never trained.
+        self.char_embedding = nn.Embedding(n_characters, char_embedding_dim, padding_idx=blank_ids[0])
+        self.blank_ids = tuple(blank_ids)
         self.convolutions = nn.ModuleList(nn.Conv1d(char_embedding_dim, num, width) for width, num in filters)
         n_filters = sum(num for _, num in filters)
         self.highways = nn.ModuleList(Highway(n_filters) for _ in range(n_highway))
@@ -61,16 +64,21 @@ class CharCNN(nn.Module):
         self.widest_filter = max(width for width, _ in filters)
 
     def _spans(self, ids: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
-        """Group tokens by how many of the 50 character positions the convolutions must see.
+        """Group tokens by how many of their character positions the convolutions must see.
 
         Every convolution window that lies wholly in the padding after a token gives the same value,
-        so a token of n characters (with its begin/end-of-word marks) needs only its first
-        n + widest_filter positions: the max over them equals the max over all 50. Exact, and about
-        3x less convolution work on ordinary words.
+        so a token whose last character (or begin/end-of-word mark) is at position n - 1 needs only
+        its first n + widest_filter positions: the max over them equals the max over all of them.
+        Exact, and about 3x less convolution work on ordinary words.
         """
-        n_chars = ((ids != PADDING_CHAR + 1) & (ids != 0)).sum(-1)
-        span = (n_chars + self.widest_filter).clamp(max=MAX_CHARACTERS_PER_TOKEN)
-        span = ((span + 7) // 8 * 8).clamp(max=MAX_CHARACTERS_PER_TOKEN)  # a few buckets, not one per length
+        width = ids.shape[-1]
+        filled = torch.ones_like(ids, dtype=torch.bool)
+        for blank in self.blank_ids:
+            filled &= ids != blank
+        positions = torch.arange(1, width + 1, device=ids.device)
+        n_chars = (filled * positions).amax(-1)
+        span = (n_chars + self.widest_filter).clamp(max=width)
+        span = ((span + 7) // 8 * 8).clamp(max=width)  # a few buckets, not one per length
         return [((span == value).nonzero().squeeze(1), int(value)) for value in span.unique().tolist()]
 
     def _max_pooled_features(self, ids: torch.Tensor) -> torch.Tensor:
@@ -79,7 +87,7 @@ class CharCNN(nn.Module):
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         leading = char_ids.shape[:-1]
-        ids = char_ids.reshape(-1, MAX_CHARACTERS_PER_TOKEN)
+        ids = char_ids.reshape(-1, char_ids.shape[-1])
         y = ids.new_empty(ids.shape[0], self.n_filters, dtype=self.char_embedding.weight.dtype)
         for rows, span in self._spans(ids):
             y[rows] = self._max_pooled_features(ids[rows, :span]).to(y.dtype)  # autocast may lower it

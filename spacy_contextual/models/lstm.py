@@ -40,9 +40,10 @@ class ProjectedLSTM(nn.Module):
         cell_clip: float | None = None,
         proj_clip: float | None = None,
         forget_bias: float = 1.0,
+        always_project: bool = False,
     ):
         super().__init__()
-        if projection_dim > cell_dim:
+        if projection_dim > cell_dim and not always_project:
             raise ValueError(f"projection_dim ({projection_dim}) must not exceed the LSTM dim ({cell_dim})")
         self.input_dim, self.cell_dim, self.projection_dim = input_dim, cell_dim, projection_dim
         self.cell_clip = cell_clip or None
@@ -50,7 +51,8 @@ class ProjectedLSTM(nn.Module):
         self.forget_bias = forget_bias
         self.input_linearity = nn.Linear(input_dim, 4 * cell_dim, bias=False)
         self.state_linearity = nn.Linear(projection_dim, 4 * cell_dim, bias=True)
-        self.state_projection = nn.Linear(cell_dim, projection_dim, bias=False) if projection_dim < cell_dim else None
+        project = always_project or projection_dim < cell_dim  # bilm-tf stores W_P only when P < dim
+        self.state_projection = nn.Linear(cell_dim, projection_dim, bias=False) if project else None
 
     def zero_state(self, batch: int, like: torch.Tensor) -> State:
         return like.new_zeros(batch, self.projection_dim), like.new_zeros(batch, self.cell_dim)

@@ -1,7 +1,8 @@
 """The char-CNN token vectors x_k of tokenised sentences, the CNN run once per distinct word: the one
 place that does so (``ElmoEmbedder``, the ``elmo`` component and biLM training all come here).
 
-``token_vectors`` gives ``BiLM.encode``'s input, (B, T+2, P) with <S>/</S> around every sentence
+``token_vectors`` gives ``BiLM.encode``'s input, (B, T+2, P) with the token encoder's
+``boundary_tokens`` (<S>/</S> for bilm-tf's char CNN) around every sentence
 (or (B, T, P) as given, ``boundaries=False``), zero at padding, plus the mask. Within a batch each
 distinct word goes through the CNN once. Across batches, an LRU cache of ``max_size`` words keeps
 their vectors while no gradient can reach the CNN (no_grad, or its parameters frozen); while
@@ -9,7 +10,9 @@ gradients flow, nothing is stored. The cached vectors are copied into one table 
 ``max_size`` rows, so the cache holds that much memory (on the CNN's device) and no more. Owners
 ``clear()`` it when they change the weights; it also clears itself when the CNN's parameter
 tensors, device, dtype, in-place version or the autocast setting change. ``max_size = 0``: no
-cache, only the per-batch sharing.
+cache, only the per-batch sharing. A token encoder takes bilm-tf's character ids (``chars.py``)
+unless it gives its own input rows for a list of words (``token_ids(words)``) and names its own
+sentence boundaries (``boundary_tokens``).
 """
 
 from __future__ import annotations
@@ -54,19 +57,20 @@ class TokenVectorCache:
         """Token vectors (B, T+2, P) of ``sentences`` with <S>/</S> added (or (B, T, P) as given) and the mask."""
         parameter = next(token_encoder.parameters())
         device, dtype = parameter.device, parameter.dtype
+        bos, eos = getattr(token_encoder, "boundary_tokens", (BOS_TOKEN, EOS_TOKEN))
         vocabulary = list(dict.fromkeys(word for sentence in sentences for word in sentence))
         if boundaries:
-            vocabulary += [w for w in (BOS_TOKEN, EOS_TOKEN) if w not in vocabulary]
+            vocabulary += [w for w in (bos, eos) if w not in vocabulary]
         if self.applies(token_encoder) and self.max_size > 0:
             table = self._lookup(token_encoder, vocabulary, dtype)
         else:
-            table = token_encoder(batch_to_ids([vocabulary])[0].to(device)).to(dtype)
+            table = token_encoder(token_ids(token_encoder, vocabulary).to(device)).to(dtype)
         table = torch.cat([table.new_zeros(1, table.shape[1]), table])  # row 0: padding
         row_of = {word: row for row, word in enumerate(vocabulary, 1)}
         extra = 2 if boundaries else 0
         index = torch.zeros(len(sentences), max(len(s) for s in sentences) + extra, dtype=torch.long)
         for row, sentence in enumerate(sentences):
-            words = (BOS_TOKEN, *sentence, EOS_TOKEN) if boundaries else sentence
+            words = (bos, *sentence, eos) if boundaries else sentence
             index[row, : len(words)] = torch.tensor([row_of[w] for w in words], dtype=torch.long)
         index = index.to(device)
         return table[index], index > 0
@@ -85,7 +89,7 @@ class TokenVectorCache:
             parts.append(self._table[torch.tensor([self._rows[w] for w in hits], device=device)])
         if missing:
             with torch.no_grad():
-                computed = token_encoder(batch_to_ids([missing])[0].to(device)).to(dtype)
+                computed = token_encoder(token_ids(token_encoder, missing).to(device)).to(dtype)
             parts.append(computed)
         source = {word: i for i, word in enumerate(hits + missing)}
         table = torch.cat(parts)[torch.tensor([source[w] for w in vocabulary], device=device)]
@@ -126,3 +130,9 @@ class TokenVectorCache:
             autocast and torch.get_autocast_dtype(device_type),
             tuple((id(p), p.data_ptr(), p._version, p.dtype, p.device) for p in parameters),
         )
+
+
+def token_ids(token_encoder: nn.Module, words: Sequence[str]) -> torch.Tensor:
+    """The input rows of ``words`` for ``token_encoder``: its own ``token_ids``, else bilm-tf char ids."""
+    own = getattr(token_encoder, "token_ids", None)
+    return own(words) if own is not None else batch_to_ids([words])[0]
