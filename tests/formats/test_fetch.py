@@ -5,6 +5,7 @@ offline mode, a relocated cache, and a pipeline built from a named model loaded 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -88,13 +89,14 @@ def assert_nothing_partial(home, name):
 
 
 def test_bilm_tf_pair_by_name_loads_and_is_fetched_once(tmp_path, monkeypatch, home, server, bilm_files):
+    from spacy_contextual.embedders import load_encoder
     from spacy_contextual.embedders.elmo import ElmoEmbedder
 
     use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
     directory = resolve_model_dir("elmo", "tiny")
     assert directory == home / "tiny"
     assert sorted(p.name for p in directory.iterdir()) == [RECORD_NAME, "options.json", "weights.hdf5"]
-    fetched = ElmoEmbedder.from_bilm_tf(directory / "options.json", directory / "weights.hdf5")
+    fetched = load_encoder("elmo", "tiny")  # by name: the cached bilm-tf pair, recognised by its files
     expected = ElmoEmbedder(tiny_bilm()).embed_sentences(SENTENCES)
     for ours, reference in zip(fetched.embed_sentences(SENTENCES), expected, strict=True):
         np.testing.assert_array_equal(ours, reference)
@@ -114,11 +116,16 @@ def test_manylangs_archive_is_unpacked_without_its_folder(tmp_path, monkeypatch,
         assert (directory / path.name).read_bytes() == path.read_bytes()
     assert "144.zip" not in {p.name for p in directory.iterdir()}
     assert read_record(directory)["downloads"]["144.zip"]["sha256"] == hashlib.sha256(manylangs_zip()).hexdigest()
+    from spacy_contextual.embedders import load_encoder
+
+    sentences = json.loads((MANYLANGS_MODEL.parent / "sentences.json").read_text(encoding="utf-8"))[:5]
+    reference = np.load(MANYLANGS_MODEL.parent / "reference_all.npz")
+    for i, layers in enumerate(load_encoder("elmo", "many-en").embed_sentences(sentences)):
+        np.testing.assert_allclose(layers, reference[str(i)], atol=1e-5, rtol=1e-5)
 
 
 def test_cove_pth_hash_prefix_is_checked_and_the_files_load(tmp_path, monkeypatch, home, server):
-    from spacy_contextual.embedders.cove import CoveEmbedder
-    from spacy_contextual.formats.cove_pth import load_published_cove
+    from spacy_contextual.embedders import load_encoder
 
     pth = cove_pth_bytes()
     prefix = hashlib.sha256(pth).hexdigest()[:8]
@@ -135,7 +142,8 @@ def test_cove_pth_hash_prefix_is_checked_and_the_files_load(tmp_path, monkeypatc
          "cove-wrong": {"encoder": "cove", "format": "cove_pth", "files": wrong}},
     )  # fmt: skip
     directory = resolve_model_dir("cove", "cove-test")
-    embedder = CoveEmbedder(load_published_cove(directory / name, directory / "glove.test.300d.txt"))
+    assert (directory / "glove.test.300d.txt").is_file()
+    embedder = load_encoder("cove", "cove-test")
     assert embedder.embed_sentences([["the", "bank", "."]])[0].shape[:2] == (3, 3)
     assert hash_status(get_entry("cove-test"), read_record(directory)).endswith(f"(+ published prefix {prefix})")
     with pytest.raises(FetchError, match=f"cove/{name}: wrong SHA-256 {prefix}.*published prefix is 00000000"):
@@ -332,7 +340,7 @@ def test_offline_mode_never_touches_the_network(tmp_path, monkeypatch, home, ser
 
 
 def test_a_copied_cache_works_offline_on_another_path(tmp_path, monkeypatch, home, server, bilm_files):
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders import load_encoder
 
     use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
     original = resolve_model_dir("elmo", "tiny")
@@ -343,8 +351,7 @@ def test_a_copied_cache_works_offline_on_another_path(tmp_path, monkeypatch, hom
     monkeypatch.setenv(OFFLINE_ENV, "1")
     directory = resolve_model_dir("elmo", "tiny")
     assert directory == copy / "tiny" != original
-    embedder = ElmoEmbedder.from_bilm_tf(directory / "options.json", directory / "weights.hdf5")
-    assert embedder.embed_sentences(SENTENCES)[0].shape[1] == 3
+    assert load_encoder("elmo", "tiny").embed_sentences(SENTENCES)[0].shape[1] == 3
 
 
 def test_spacy_load_of_a_pipeline_built_from_a_named_model_needs_no_network(
