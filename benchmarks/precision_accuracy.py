@@ -36,7 +36,10 @@ def relative_errors(low: list[np.ndarray], exact: list[np.ndarray]) -> list[tupl
     diff = np.linalg.norm(low_all - exact_all, axis=-1)
     norm = np.linalg.norm(exact_all, axis=-1)
     per_token = diff / np.maximum(norm, 1e-12)
-    return [(float(np.sqrt((d**2).sum() / (n**2).sum())), float(t.max())) for d, n, t in zip(diff, norm, per_token)]
+    return [
+        (float(np.sqrt((d**2).sum() / (n**2).sum())), float(t.max()))
+        for d, n, t in zip(diff, norm, per_token, strict=True)
+    ]
 
 
 def timed_embed(embedder, sentences: list[list[str]], context=None) -> tuple[list[np.ndarray], float]:
