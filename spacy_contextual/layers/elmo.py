@@ -22,6 +22,7 @@ from typing import Any
 import spacy
 import torch
 
+from ..embedders.precision import MIXED, check_precision
 from ..formats.bilm_dir import load_bilm
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
@@ -39,11 +40,11 @@ class BiLMShim(EncoderShim):
     def __init__(
         self,
         stateful: bool = False,
-        mixed_precision: bool = False,
+        precision: str = "fp32",
         token_cache_size: int = 50_000,
         segment_cache_mb: int = 0,
     ):
-        super().__init__(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
+        super().__init__(precision=precision, segment_cache_mb=segment_cache_mb)
         self.stateful = stateful
         self.token_cache = TokenVectorCache(token_cache_size)
 
@@ -96,6 +97,30 @@ class BiLMShim(EncoderShim):
         return [self.module.output_dim] * self.module.num_layers
 
 
+@spacy.registry.architectures("spacy-contextual.ElmoEncoder.v2")
+def elmo_encoder_v2(
+    window: int = 128,
+    max_batch_tokens: int = 4096,
+    stateful: bool = False,
+    precision: str = "fp32",
+    token_cache_size: int = 50_000,
+    segment_cache_mb: int = 0,
+) -> DocsToLayers:
+    """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
+    tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
+    deterministic); ``precision``: fp32, bf16 or fp16 (CUDA), as autocast on the encoder's device;
+    ``token_cache_size``: word types whose char-CNN vectors are kept for inference (0: no cache);
+    ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
+    repeated sentences (later training epochs) are not encoded again (0: no cache)."""
+    shim = BiLMShim(
+        stateful=stateful,
+        precision=check_precision(precision),
+        token_cache_size=token_cache_size,
+        segment_cache_mb=segment_cache_mb,
+    )
+    return ContextualEncoder("elmo_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=stateful)
+
+
 @spacy.registry.architectures("spacy-contextual.ElmoEncoder.v1")
 def elmo_encoder_v1(
     window: int = 128,
@@ -105,15 +130,11 @@ def elmo_encoder_v1(
     token_cache_size: int = 50_000,
     segment_cache_mb: int = 0,
 ) -> DocsToLayers:
-    """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
-    tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
-    deterministic); ``mixed_precision``: autocast, float16 on CUDA and bfloat16 on the CPU;
-    ``token_cache_size``: word types whose char-CNN vectors are kept for inference (0: no cache);
-    ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
-    repeated sentences (later training epochs) are not encoded again (0: no cache)."""
+    """``ElmoEncoder.v2`` as configs before ``precision`` wrote it: ``mixed_precision = true`` is
+    fp16 on CUDA and bf16 on the CPU."""
     shim = BiLMShim(
         stateful=stateful,
-        mixed_precision=mixed_precision,
+        precision=MIXED if mixed_precision else "fp32",
         token_cache_size=token_cache_size,
         segment_cache_mb=segment_cache_mb,
     )
