@@ -1,8 +1,11 @@
 """``model.precision = "bf16"`` on the ``elmo`` and ``cove`` components (autocast on the encoder's
-device; bf16 on the CPU runs the code paths fp16 runs on a GPU), and configs written for the old
-``mixed_precision`` key (the ``.v1`` encoders), which still load: ``true`` is bf16 on the CPU. Frozen and
-fine-tuned (``frozen = false``), ELMo's token cache on and off: the vectors stay close to float32 and
-differ from it (the autocast ran); training steps give finite losses and, unfrozen, move the encoder."""
+device; bf16 on the CPU runs the code paths fp16 runs on a GPU): frozen and fine-tuned, ELMo's token
+cache on and off, the vectors stay close to float32 and differ from it, training steps give finite
+losses and, unfrozen, move the encoder; the bundled models stay within the recorded budget. Configs
+written for the old ``mixed_precision`` key (the ``.v1`` encoders) still load: ``true`` is bf16 on
+the CPU."""
+
+import gzip
 
 import numpy as np
 import pytest
@@ -10,13 +13,14 @@ import spacy
 import torch
 from spacy.training import Example
 from thinc.api import fix_random_seed
-from util import bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
+from util import SHARED, bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
 
 from spacy_contextual.embedders.precision import PrecisionError
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers import cove_model_dir_loader, elmo_model_dir_loader
 
 TEXTS = ["I like green eggs", "The man rides a horse by the river bank ."]
+BUDGET = 0.01  # per-layer relative error, bf16 vs fp32 (benchmarks/precision_accuracy.py)
 
 
 def vectors(nlp, kind):
@@ -118,3 +122,19 @@ def test_a_bad_precision_is_refused():
     nlp = spacy.blank("en")
     with pytest.raises(PrecisionError, match="unknown precision 'float16': use fp32, bf16, fp16"):
         nlp.add_pipe("elmo", config={"model": {"precision": "float16"}})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["elmo", "cove"])
+def test_bundled_components_in_bf16_within_the_budget(kind):
+    with gzip.open(SHARED / "data" / "lm_corpus" / "valid.txt.gz", "rt", encoding="utf-8") as handle:
+        texts = [line.strip() for _, line in zip(range(8), handle, strict=False)]
+    layers = {}
+    for precision in ("fp32", "bf16"):
+        nlp = spacy.blank("en")
+        nlp.add_pipe(kind, config={"model": {"precision": precision}})
+        nlp.initialize()
+        layers[precision] = [doc._.get(f"{kind}_data").layers for doc in nlp.pipe(texts)]
+    low, exact = np.concatenate(layers["bf16"], axis=1), np.concatenate(layers["fp32"], axis=1)
+    errors = np.linalg.norm(low - exact, axis=(1, 2)) / np.maximum(np.linalg.norm(exact, axis=(1, 2)), 1e-12)
+    assert errors.max() < BUDGET and errors[-1] > 0
