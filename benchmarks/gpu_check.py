@@ -4,8 +4,8 @@
    the AllenNLP tiny anchor and a random biLM at ``--exact-size`` (small: 2x1024_128) on ``--device``
    and on the CPU, over the first 200 sentences; every layer must agree to 1e-4.
 2. Speed of a random biLM at ``--size`` (original: 2x4096_512, 2 highway) on all ``--lines``
-   sentences: tokens/s in fp32 without and with TF32, under bf16 and fp16 autocast (TF32 on), each
-   with its largest difference to fp32 without TF32.
+   sentences: tokens/s in fp32 without and with TF32, with the weights in bf16 and in fp16
+   (``precision``; TF32 on), each with its largest difference to fp32 without TF32.
 
 Inputs come from ``--data`` (``benchmarks/gpu/make_data.py`` writes valid.txt and tiny_anchor/
 there). Every row goes to ``--json`` as soon as it is measured; the exit status is 1 if a check
@@ -34,11 +34,11 @@ from spacy_contextual.formats.bilm_tf import load_bilm_tf  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "gpu" / "data"
 TOLERANCE = 1e-4
-PRECISIONS = [  # label, autocast dtype, TF32 allowed
-    ("fp32, TF32 off", None, False),
-    ("fp32, TF32 on", None, True),
-    ("bf16 autocast", torch.bfloat16, True),
-    ("fp16 autocast", torch.float16, True),
+PRECISIONS = [  # label, the embedder's precision, TF32 allowed
+    ("fp32, TF32 off", "fp32", False),
+    ("fp32, TF32 on", "fp32", True),
+    ("bf16 weights", "bf16", True),
+    ("fp16 weights", "fp16", True),
 ]
 
 
@@ -89,9 +89,9 @@ def main() -> None:
 
     n_tokens = sum(len(s) for s in sentences)
     reference = None
-    for label, dtype, allow_tf32 in PRECISIONS:
+    for label, precision, allow_tf32 in PRECISIONS:
         with tf32(allow_tf32):
-            embedder = ElmoEmbedder(random_bilm(args.size), device=device, max_batch_tokens=16384, autocast_dtype=dtype)
+            embedder = ElmoEmbedder(random_bilm(args.size), device=device, max_batch_tokens=16384, precision=precision)
             tokens_per_second, out = speed(embedder, sentences)
         reference = reference or out
         what = f"{args.size} size, {label}: tokens/s ({len(sentences)} sentences, {n_tokens} tokens)"

@@ -244,7 +244,7 @@ def build_listener_pipeline(model_dir, frozen=True, pipeline=None, learn_rate_sc
     config["components"]["elmo"]["frozen"] = frozen
     config["components"]["elmo"]["learn_rate_scale"] = learn_rate_scale
     if elmo_model:
-        config["components"]["elmo"]["model"] = {"@architectures": "spacy-contextual.ElmoEncoder.v1", **elmo_model}
+        config["components"]["elmo"]["model"] = {"@architectures": "spacy-contextual.ElmoEncoder.v2", **elmo_model}
     config["paths"]["elmo_model"] = str(model_dir)
     if pipeline:
         config["nlp"]["pipeline"] = pipeline

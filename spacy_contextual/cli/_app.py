@@ -17,6 +17,7 @@ from ..errors import ContextualError
 
 DEBUG_ENV = "SPACY_CONTEXTUAL_DEBUG"
 EXPECTED_ERRORS = (ContextualError, OSError, typer.BadParameter)
+PRECISION_HELP = "fp32 (exact), bf16 (fast only on CPUs with AVX-512 BF16 or AMX), or fp16 (CUDA only)"
 
 
 def one_line(error: BaseException) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ._app import app
+from ._app import PRECISION_HELP, app
 
 
 @app.command("train-glove")
@@ -79,6 +79,7 @@ def translate_command(
     replace_unk: bool = typer.Option(
         True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"
     ),
+    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
     from ..embedders.cove import CoveEmbedder
@@ -93,7 +94,7 @@ def translate_command(
         raise FileNotFoundError(f"{input_file} does not exist; give a text file, one English sentence a line")
     else:
         lines = [line for _, line in numbered_lines(input_file)]
-    translations = CoveEmbedder.load(model).translate(
+    translations = CoveEmbedder.load(model, precision=precision).translate(
         lines, beam=beam, alpha=alpha, max_length=max_length, replace_unk=replace_unk
     )
     text = "".join(t.text + "\n" for t in translations)

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from ._app import app
+from ._app import PRECISION_HELP, app
 from .launch import launch_local
 
 InputFile = Annotated[
@@ -59,6 +59,7 @@ Errors = Annotated[
     str, typer.Option("--errors", help="strict: invalid UTF-8 is an error naming FILE:LINE; replace: read it as U+FFFD")
 ]
 Model = Annotated[str | None, typer.Option("--model", help="Our model directory, or 'default' (the bundled model)")]
+Precision = Annotated[str, typer.Option("--precision", help=PRECISION_HELP)]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class EmbedJob:
     weight_file: Path | None = None
     stateful: bool = False
     lines: int | None = None  # INPUT's line count, when the launcher has counted (and so checked) it
+    precision: str = "fp32"
 
 
 @app.command("elmo")
@@ -96,6 +98,7 @@ def elmo_command(
         bool, typer.Option("--stateful", help="Carry LSTM state across batches (AllenNLP behaviour); one process")
     ] = False,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     forget_sentences: ForgetSentences = False,
     processes: Processes = None,
     merge: Merge = None,
@@ -111,7 +114,10 @@ def elmo_command(
         raise typer.BadParameter("--stateful carries state from line to line, so it runs in one process")
     layers = _layer_choice(all_layers, top, average)
     job = EmbedJob("elmo", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
-    _run(replace(job, options_file=options_file, weight_file=weight_file, stateful=stateful), processes)
+    _run(
+        replace(job, options_file=options_file, weight_file=weight_file, stateful=stateful, precision=precision),
+        processes,
+    )
 
 
 @app.command("cove")
@@ -124,6 +130,7 @@ def cove_command(
     model: Model = None,
     batch_size: BatchSize = 64,
     device: Device = "cpu",
+    precision: Precision = "fp32",
     forget_sentences: ForgetSentences = False,
     processes: Processes = None,
     merge: Merge = None,
@@ -133,7 +140,7 @@ def cove_command(
     CoVe-1 and CoVe-2 (600 wide); datasets are keyed "0", "1", ... by line index."""
     layers = _layer_choice(all_layers, top, average)
     job = EmbedJob("cove", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
-    _run(job, processes)
+    _run(replace(job, precision=precision), processes)
 
 
 def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
@@ -147,6 +154,9 @@ def _run(job: EmbedJob, processes: int | None) -> None:
         raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
     if job.errors not in ("strict", "replace"):
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
+    from ..embedders.precision import check_precision
+
+    check_precision(job.precision)
     from ..formats.atomic import check_can_write
 
     check_can_write(job.output_file)
@@ -195,18 +205,25 @@ def _load_encoder(job: EmbedJob, device):
     from ..formats.bundled import resolve_model_dir
 
     settings = {"kind": job.kind, "device": device.type}
+    if job.precision != "fp32":  # a run in another precision has other vectors
+        settings["precision"] = job.precision
     if job.kind == "cove":
         from ..embedders.cove import CoveEmbedder
 
         path = resolve_model_dir("cove", job.model)
-        return CoveEmbedder.load(path, device=device), {**settings, "files": file_identity(path)}
+        return CoveEmbedder.load(path, device=device, precision=job.precision), {
+            **settings,
+            "files": file_identity(path),
+        }
     from ..embedders.elmo import ElmoEmbedder
 
     settings["stateful"] = job.stateful
     if job.options_file is not None:
         files = [file_identity(job.options_file), file_identity(job.weight_file)]
-        embedder = ElmoEmbedder.from_bilm_tf(job.options_file, job.weight_file, stateful=job.stateful, device=device)
+        embedder = ElmoEmbedder.from_bilm_tf(
+            job.options_file, job.weight_file, stateful=job.stateful, device=device, precision=job.precision
+        )
         return embedder, {**settings, "files": files}
     path = resolve_model_dir("elmo", job.model)
-    embedder = ElmoEmbedder.load(path, stateful=job.stateful, device=device)
+    embedder = ElmoEmbedder.load(path, stateful=job.stateful, device=device, precision=job.precision)
     return embedder, {**settings, "files": file_identity(path)}

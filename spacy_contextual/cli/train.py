@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ._app import app
+from ._app import PRECISION_HELP, app
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -141,6 +141,7 @@ def sense_probe_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the sampling, the folds and the bootstrap"),
     json_out: Path | None = typer.Option(None, "--json", help="Write the results (a list, one object per word)"),
+    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
 ) -> None:
     """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""
     from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
@@ -152,7 +153,7 @@ def sense_probe_command(
     if json_out:
         check_can_write(json_out)
     instances = [read_sense_file(path) for path in files]  # bad input is found before the model loads
-    embedder = load_encoder(encoder, model)
+    embedder = load_encoder(encoder, model, precision=precision)
     results = []
     for file_instances in instances:
         results += sense_probe(

@@ -4,6 +4,7 @@ out, ELMo and CoVe alike (``embedder.Embedder``).
     from spacy_contextual.embedders import load_encoder
     elmo = load_encoder("elmo")                  # the bundled model; or a model directory (any ELMo format)
     layers = elmo.embed_sentences([["The", "bank", "."]])[0]   # (3, 3, 256)
+    fast = load_encoder("elmo", precision="bf16")  # fp32 (default, exact), bf16, fp16 (CUDA): precision.py
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ outside the vocabulary the zero vector), 1 = CoVe-1, 2 = CoVe-2 (the paper's CoV
 is [300, 600, 600], so ``array[0, :, :300]`` is the GloVe vector. The paper's downstream input
 [GloVe ; CoVe] is ``np.concatenate([a[0, :, :300], a[2]], axis=1)``. Tokens are lowercased before
 lookup, as the model was trained. ``translate`` needs the whole MT model (a "cove-mt" directory such
-as the bundled default) and returns the attention matrix too. ``autocast_dtype`` (torch.bfloat16 or
-torch.float16) runs the encoder and the translator under autocast; the arrays stay float32.
+as the bundled default) and returns the attention matrix too. ``precision`` (fp32, bf16, or fp16 on
+CUDA; ``precision.py``) runs the encoder and the translator under autocast; the arrays stay float32.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..devices import autocast, resolve_device
+from ..devices import resolve_device
 from ..errors import ContextualError
 from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import MT_KIND, load_cove_layers, load_translator, longest_training_sentence, model_kind
@@ -30,6 +30,7 @@ from ..models.text import Vocab, detokenize, pad, replace_unknown, tokenize
 from ..types import PathLike
 from .batching import plan_batches
 from .embedder import Embedder
+from .precision import autocast, resolve_precision
 
 
 class Translated(NamedTuple):
@@ -47,12 +48,12 @@ class CoveEmbedder(Embedder):
         target_vocab: Sequence[str] | None = None,
         device: str | torch.device = "cpu",
         max_batch_tokens: int = 4096,
-        autocast_dtype: torch.dtype | None = None,
+        precision: str = "fp32",
         longest_training_sentence: int | None = None,
     ):
         super().__init__(max_batch_tokens)
         self.device = resolve_device(device)
-        self.autocast_dtype = autocast_dtype
+        self.precision = resolve_precision(precision, self.device)
         self.longest_training_sentence = longest_training_sentence  # in tokens; None: not recorded
         self.layers = layers.to(self.device).eval()
         self.translator = None if translator is None else translator.to(self.device).eval()
@@ -98,7 +99,7 @@ class CoveEmbedder(Embedder):
         rows = [i for i, sentence in enumerate(sentences) if len(sentence) > 0]
         if rows:
             ids, lengths = self.layers.word_ids([sentences[i] for i in rows])
-            with autocast(self.device, self.autocast_dtype):
+            with autocast(self.precision, self.device):
                 stacked = self.layers(ids, lengths).float().cpu().numpy()  # (B, 3, T, 2H)
             for row, index in enumerate(rows):
                 out[index] = np.ascontiguousarray(stacked[row, :, : int(lengths[row])])
@@ -127,7 +128,7 @@ class CoveEmbedder(Embedder):
             )
         sources = [tokenize(s) if isinstance(s, str) else [t.lower() for t in s] for s in sentences]
         self._warn_if_longer_than_trained(sources)
-        with autocast(self.device, self.autocast_dtype):
+        with autocast(self.precision, self.device):
             results = translate_ids(
                 self.translator, [self.vocab.encode(s) for s in sources], beam, alpha, max_length, batch_size
             )

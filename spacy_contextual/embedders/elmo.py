@@ -5,8 +5,8 @@ Layer 0 is [x_k; x_k], the char-CNN token vector (context independent); layers 1
 (``embedder.py``); the char-CNN vector of each distinct word is computed once and kept in an LRU
 cache across batches (``models/token_cache.py``). Stateless by default; ``stateful=True`` runs
 consecutive batches in input order and carries LSTM state per batch row, as AllenNLP's
-``ElmoEmbedder`` does. ``device``: cpu, cuda, cuda:N or auto; ``autocast_dtype`` (torch.bfloat16 or
-torch.float16) runs the biLM under autocast, the arrays stay float32.
+``ElmoEmbedder`` does. ``device``: cpu, cuda, cuda:N or auto; ``precision``: fp32, bf16 or fp16 (CUDA)
+casts the biLM's weights once (``precision.py``); the arrays stay float32.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..devices import autocast, resolve_device
+from ..devices import resolve_device
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
 from ..formats.detect import load_elmo
@@ -24,6 +24,7 @@ from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
 from ..types import PathLike
 from .embedder import Embedder
+from .precision import cast_weights, resolve_precision
 
 
 class ElmoEmbedder(Embedder):
@@ -33,12 +34,12 @@ class ElmoEmbedder(Embedder):
         device: str | torch.device = "cpu",
         max_batch_tokens: int = 4096,
         token_cache_size: int = 50_000,
-        autocast_dtype: torch.dtype | None = None,
+        precision: str = "fp32",
     ):
         super().__init__(max_batch_tokens)
         self.device = resolve_device(device)
-        self.bilm = bilm.to(self.device).eval()
-        self.autocast_dtype = autocast_dtype
+        self.precision = resolve_precision(precision, self.device)
+        self.bilm = cast_weights(bilm.to(self.device), self.precision).eval()
         self.token_cache = TokenVectorCache(token_cache_size)
         self.layer_names = ["token"] + [f"lstm{j}" for j in range(1, bilm.num_layers)]
         token_label = getattr(bilm.token_encoder, "label", "char-CNN")  # ELMoForManyLangs: word and/or char-CNN
@@ -82,7 +83,6 @@ class ElmoEmbedder(Embedder):
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         if not sentences:
             return []
-        with autocast(self.device, self.autocast_dtype):
-            activations, _ = self.bilm.encode_sentences(sentences, self.token_cache)
+        activations, _ = self.bilm.encode_sentences(sentences, self.token_cache)
         stacked = torch.stack(activations, dim=1).float().cpu().numpy()  # (B, L, T+2, 2P)
         return [stacked[row, :, 1 : len(s) + 1].copy() for row, s in enumerate(sentences)]

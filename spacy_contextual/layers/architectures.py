@@ -131,7 +131,7 @@ def elmo_tok2vec_v1(
     encode: VectorsToVectors | None = None,
     loader: Callable[[], Any] | None = None,
 ) -> DocsToVectors:
-    """A private (not shared) ELMo: ``encoder`` is ``spacy-contextual.ElmoEncoder.v1``. Its weights
+    """A private (not shared) ELMo: ``encoder`` is ``spacy-contextual.ElmoEncoder.v2``. Its weights
     come from ``loader`` at initialize (e.g. ``spacy-contextual.ElmoModelDir.v1``), or are carried
     over from the ``elmo`` component by ``nlp.replace_listeners``."""
     return private_tok2vec(
@@ -176,7 +176,7 @@ def cove_tok2vec_v1(
     encode: VectorsToVectors | None = None,
     loader: Callable[[], Any] | None = None,
 ) -> DocsToVectors:
-    """A private CoVe (``spacy-contextual.CoveEncoder.v1``), as ``ElmoTok2Vec.v1`` for ELMo."""
+    """A private CoVe (``spacy-contextual.CoveEncoder.v2``), as ``ElmoTok2Vec.v1`` for ELMo."""
     return private_tok2vec(
         encoder, frozen, loader, _concat(combine), width=width, grad_factor=grad_factor, layer_norm=layer_norm,
         dropout=dropout, layer_dropout=layer_dropout, project=project, embed=embed, encode=encode,

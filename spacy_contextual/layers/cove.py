@@ -20,6 +20,7 @@ from typing import Any
 import spacy
 import torch
 
+from ..embedders.precision import MIXED, check_precision
 from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import load_cove_layers
 from ..formats.cove_pth import load_published_cove
@@ -27,7 +28,7 @@ from ..formats.detect import COVE_PTH, cove_pth_files, format_of
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from .encoder import ContextualEncoder
-from .settings import check_encoder_settings
+from .settings import check_encoder_settings, check_flag
 from .shim import EncoderShim
 from .types import DocsToLayers
 
@@ -67,18 +68,29 @@ class CoveShim(EncoderShim):
         return self.module.layer_widths
 
 
+@spacy.registry.architectures("spacy-contextual.CoveEncoder.v2")
+def cove_encoder_v2(
+    window: int = 128, max_batch_tokens: int = 4096, precision: str = "fp32", segment_cache_mb: int = 0
+) -> DocsToLayers:
+    """The GloVe + MT-LSTM layer (stateless: the encoder carries no state between sentences).
+    ``precision``: fp32, bf16 or fp16 (CUDA), as autocast on the encoder's device; ``segment_cache_mb``:
+    MiB of encoded segments kept while the encoder runs without gradients (0: no cache)."""
+    return cove_encoder(window, max_batch_tokens, check_precision(precision), segment_cache_mb)
+
+
 @spacy.registry.architectures("spacy-contextual.CoveEncoder.v1")
 def cove_encoder_v1(
     window: int = 128, max_batch_tokens: int = 4096, mixed_precision: bool = False, segment_cache_mb: int = 0
 ) -> DocsToLayers:
-    """The GloVe + MT-LSTM layer (stateless: the encoder carries no state between sentences).
-    ``mixed_precision``: autocast, float16 on CUDA and bfloat16 on the CPU; ``segment_cache_mb``: MiB of
-    encoded segments kept while the encoder runs without gradients (0: no cache)."""
-    check_encoder_settings(
-        window=window, max_batch_tokens=max_batch_tokens, mixed_precision=mixed_precision,
-        segment_cache_mb=segment_cache_mb,
-    )  # fmt: skip
-    shim = CoveShim(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
+    """``CoveEncoder.v2`` as configs before ``precision`` wrote it: ``mixed_precision = true`` is
+    fp16 on CUDA and bf16 on the CPU."""
+    check_flag("mixed_precision", mixed_precision)
+    return cove_encoder(window, max_batch_tokens, MIXED if mixed_precision else "fp32", segment_cache_mb)
+
+
+def cove_encoder(window: int, max_batch_tokens: int, precision: str, segment_cache_mb: int) -> DocsToLayers:
+    check_encoder_settings(window=window, max_batch_tokens=max_batch_tokens, segment_cache_mb=segment_cache_mb)
+    shim = CoveShim(precision=precision, segment_cache_mb=segment_cache_mb)
     return ContextualEncoder("cove_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=False)
 
 

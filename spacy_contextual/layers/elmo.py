@@ -24,6 +24,7 @@ from typing import Any
 import spacy
 import torch
 
+from ..embedders.precision import MIXED, check_precision
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.bundled import resolve_model_dir
 from ..formats.detect import load_elmo
@@ -44,11 +45,11 @@ class BiLMShim(EncoderShim):
     def __init__(
         self,
         stateful: bool = False,
-        mixed_precision: bool = False,
+        precision: str = "fp32",
         token_cache_size: int = 50_000,
         segment_cache_mb: int = 0,
     ):
-        super().__init__(mixed_precision=mixed_precision, segment_cache_mb=segment_cache_mb)
+        super().__init__(precision=precision, segment_cache_mb=segment_cache_mb)
         self.stateful = stateful
         self.token_cache = TokenVectorCache(token_cache_size)
 
@@ -109,6 +110,25 @@ class BiLMShim(EncoderShim):
         return [self.module.output_dim] * self.module.num_layers
 
 
+@spacy.registry.architectures("spacy-contextual.ElmoEncoder.v2")
+def elmo_encoder_v2(
+    window: int = 128,
+    max_batch_tokens: int = 4096,
+    stateful: bool = False,
+    precision: str = "fp32",
+    token_cache_size: int = 50_000,
+    segment_cache_mb: int = 0,
+) -> DocsToLayers:
+    """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
+    tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
+    deterministic); ``precision``: fp32, bf16 or fp16 (CUDA), as autocast on the encoder's device;
+    ``token_cache_size``: word types whose char-CNN vectors are kept for inference (0: no cache);
+    ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
+    repeated sentences (later training epochs) are not encoded again (0: no cache)."""
+    precision = check_precision(precision)
+    return elmo_encoder(window, max_batch_tokens, stateful, precision, token_cache_size, segment_cache_mb)
+
+
 @spacy.registry.architectures("spacy-contextual.ElmoEncoder.v1")
 def elmo_encoder_v1(
     window: int = 128,
@@ -118,23 +138,21 @@ def elmo_encoder_v1(
     token_cache_size: int = 50_000,
     segment_cache_mb: int = 0,
 ) -> DocsToLayers:
-    """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
-    tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
-    deterministic); ``mixed_precision``: autocast, float16 on CUDA and bfloat16 on the CPU;
-    ``token_cache_size``: word types whose char-CNN vectors are kept for inference (0: no cache);
-    ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
-    repeated sentences (later training epochs) are not encoded again (0: no cache)."""
-    check_encoder_settings(
-        window=window, max_batch_tokens=max_batch_tokens, mixed_precision=mixed_precision,
-        segment_cache_mb=segment_cache_mb,
-    )  # fmt: skip
+    """``ElmoEncoder.v2`` as configs before ``precision`` wrote it: ``mixed_precision = true`` is
+    fp16 on CUDA and bf16 on the CPU."""
+    check_flag("mixed_precision", mixed_precision)
+    precision = MIXED if mixed_precision else "fp32"
+    return elmo_encoder(window, max_batch_tokens, stateful, precision, token_cache_size, segment_cache_mb)
+
+
+def elmo_encoder(
+    window: int, max_batch_tokens: int, stateful: bool, precision: str, token_cache_size: int, segment_cache_mb: int
+) -> DocsToLayers:
+    check_encoder_settings(window=window, max_batch_tokens=max_batch_tokens, segment_cache_mb=segment_cache_mb)
     check_flag("stateful", stateful)
     check_count("token_cache_size", token_cache_size, 0, "word types whose char-CNN vectors are kept; 0 = no cache")
     shim = BiLMShim(
-        stateful=stateful,
-        mixed_precision=mixed_precision,
-        token_cache_size=token_cache_size,
-        segment_cache_mb=segment_cache_mb,
+        stateful=stateful, precision=precision, token_cache_size=token_cache_size, segment_cache_mb=segment_cache_mb
     )
     return ContextualEncoder("elmo_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=stateful)
 

@@ -62,11 +62,8 @@ def check_layer_index(name: str, value: object, n_layers: int | None) -> None:
         )  # fmt: skip
 
 
-def check_encoder_settings(
-    *, window: object, max_batch_tokens: object, mixed_precision: object, segment_cache_mb: object
-) -> None:
-    """The settings ``ElmoEncoder.v1`` and ``CoveEncoder.v1`` share."""
+def check_encoder_settings(*, window: object, max_batch_tokens: object, segment_cache_mb: object) -> None:
+    """The settings the ELMo and CoVe encoder architectures share (``precision``: embedders/precision.py)."""
     check_count("window", window, 1, "the longest segment fed to the encoder, in tokens")
     check_count("max_batch_tokens", max_batch_tokens, window + 2, "padded tokens per batch, at least window + 2")
-    check_flag("mixed_precision", mixed_precision)
     check_count("segment_cache_mb", segment_cache_mb, 0, "MiB of cached segments; 0 = no cache")

@@ -14,10 +14,11 @@ the gradient of those layers. Subclasses say how to build the module and how to 
 outputs, emptied with every change of weights, and the weights' ``fingerprint``, which names the model
 that computed a Doc's vectors.
 
-``mixed_precision`` autocasts the module on the device it runs on: float16 on CUDA, with the
-gradients scaled by thinc's grad scaler as its ``PyTorchShim`` does, and bfloat16 on the CPU (no
-scaling needed). The module follows thinc's ``to_cpu``/``to_gpu``, also when they come before the
-weights are loaded (the weights then go there when they come).
+``precision`` (``embedders/precision.py``: fp32, bf16, fp16 on CUDA, or ``MIXED``, what the old
+``mixed_precision = true`` meant) autocasts the module on the device it runs on; fp16 gradients are
+scaled by thinc's grad scaler as its ``PyTorchShim`` does (bf16 needs no scaling). The module follows
+thinc's ``to_cpu``/``to_gpu``, also when they come before the weights are loaded (the weights then go
+there when they come).
 """
 
 from __future__ import annotations
@@ -35,21 +36,25 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
+from ..embedders.precision import MIXED, PRECISIONS, PrecisionError, autocast, resolve_precision
 from ..errors import ModelDirError
 from ..formats.model_dir import check_finite, load_matching_state
 from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
 
 Backprop = Callable[[torch.Tensor], None]
-AUTOCAST_DTYPES = {"cuda": torch.float16, "cpu": torch.bfloat16}  # mixed precision on each device type
 
 
 class EncoderShim(PyTorchShim):
     #: what the subclass encodes, for error messages ("ELMo biLM", "CoVe encoder")
     description = "encoder"
 
-    def __init__(self, mixed_precision: bool = False, segment_cache_mb: int = 0):
-        super().__init__(None, mixed_precision=mixed_precision, grad_scaler=PyTorchGradScaler(enabled=False))
+    def __init__(self, precision: str = "fp32", segment_cache_mb: int = 0):
+        if precision not in (*PRECISIONS, MIXED):
+            raise PrecisionError(f"unknown precision {precision!r}: use {', '.join(PRECISIONS)}")
+        mixed = precision != "fp32"
+        super().__init__(None, mixed_precision=mixed, grad_scaler=PyTorchGradScaler(enabled=False))
+        self.precision = precision
         self.segment_cache = SegmentCache(segment_cache_mb)
         self._target_device: torch.device | None = None  # set by to_device()
         self._fingerprint: tuple[Hashable, str] | None = None  # (weights_signature, fingerprint)
@@ -100,11 +105,9 @@ class EncoderShim(PyTorchShim):
         return layers, backprop
 
     def autocast(self) -> AbstractContextManager:
-        """The mixed-precision context on the module's device (no autocast without ``mixed_precision``)."""
-        if not self._mixed_precision:
-            return nullcontext()
-        device_type = self.device.type
-        return torch.autocast(device_type, dtype=AUTOCAST_DTYPES.get(device_type))
+        """The precision's autocast on the module's device (none for fp32)."""
+        device = self.device
+        return autocast(resolve_precision(self.precision, device), device)
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -136,15 +139,16 @@ class EncoderShim(PyTorchShim):
 
     def _follow_device(self) -> None:
         """After the module arrived on a device: a grad scaler there (fp16 on CUDA only), no cached outputs."""
-        self._grad_scaler = PyTorchGradScaler(enabled=self._mixed_precision and self.device.type == "cuda")
+        fp16 = self.precision in ("fp16", MIXED) and self.device.type == "cuda"
+        self._grad_scaler = PyTorchGradScaler(enabled=fp16)
         self._grad_scaler.to_(self.device)
         self.segment_cache.clear()
 
     def weights_signature(self) -> Hashable:
         """Changes whenever the outputs may: other tensors, in-place updates (optimizer steps,
-        ``use_params``), another device, the autocast setting."""
+        ``use_params``), another device, the precision."""
         tensors = chain(self.module.parameters(), self.module.buffers())
-        return self._mixed_precision, tuple((id(t), t.data_ptr(), t._version, t.device) for t in tensors)
+        return self.precision, tuple((id(t), t.data_ptr(), t._version, t.device) for t in tensors)
 
     def fingerprint(self) -> str:
         """The first 16 hex digits of the SHA-256 of the module's config and weights, computed again

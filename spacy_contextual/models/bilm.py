@@ -238,7 +238,7 @@ class BiLM(nn.Module):
             grow = batch - h.shape[1]
             self.carried_h = torch.cat([h, h.new_zeros(h.shape[0], grow, h.shape[2])], 1)
             self.carried_c = torch.cat([c, c.new_zeros(c.shape[0], grow, c.shape[2])], 1)
-        return self.carried_h[:, :batch].to(like.dtype), self.carried_c[:, :batch].to(like.dtype)
+        return self.carried_h[:, :batch].to(like.dtype), self.carried_c[:, :batch]  # c: the LSTM's cell dtype
 
     def _split_state(self, states: tuple[torch.Tensor, torch.Tensor], layer: int):
         h, c = states[0][layer], states[1][layer]
@@ -246,9 +246,10 @@ class BiLM(nn.Module):
         return (h[:, :P], c[:, :D]), (h[:, P:], c[:, D:])
 
     def _update_states(self, new_h: torch.Tensor, new_c: torch.Tensor) -> None:
-        """Keep the final states in the weights' dtype (autocast may have lowered them)."""
+        """Keep h in the weights' dtype (autocast may have lowered it) and c in the cells' (float32 under
+        bf16/fp16 weights)."""
         dtype = self.forward_layers[0].state_linearity.weight.dtype
-        new_h, new_c = new_h.detach().to(dtype), new_c.detach().to(dtype)
+        new_h, new_c = new_h.detach().to(dtype), new_c.detach().to(torch.promote_types(dtype, torch.float32))
         if self.carried_h is None:
             self.carried_h, self.carried_c = new_h, new_c
             return

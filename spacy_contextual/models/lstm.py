@@ -19,6 +19,11 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
   MB, and the C allocator (glibc) maps memory that large afresh, page faults and all, on every call,
   while it reuses blocks under 32 MiB. Blocks of a few hundred positions or more keep the product
   as fast as one over the whole batch.
+* Low precision (weights cast to bf16 or fp16 once, ``embedders/precision.py``): the three products
+  take bf16 operands; their results are added to float32 (W_x x + b and the gates), so the gates, the
+  cell state c and the cell clipping stay float32, and h is rounded to the weights' dtype once per
+  step, where it enters W_P and W_h (clipping the rounded W_P h at +-proj_clip equals rounding the
+  clipped one). float32 weights run exactly the float32 code.
 """
 
 from __future__ import annotations
@@ -54,11 +59,17 @@ class ProjectedLSTM(nn.Module):
         project = always_project or projection_dim < cell_dim  # bilm-tf stores W_P only when P < dim
         self.state_projection = nn.Linear(cell_dim, projection_dim, bias=False) if project else None
 
+    @property
+    def cell_dtype(self) -> torch.dtype:
+        """The dtype of the gates and the cell state: float32 (or float64), also under bf16/fp16 weights."""
+        return torch.promote_types(self.state_linearity.weight.dtype, torch.float32)
+
     def zero_state(self, batch: int, like: torch.Tensor) -> State:
-        return like.new_zeros(batch, self.projection_dim), like.new_zeros(batch, self.cell_dim)
+        h = like.new_zeros(batch, self.projection_dim, dtype=self.state_linearity.weight.dtype)
+        return h, like.new_zeros(batch, self.cell_dim, dtype=self.cell_dtype)
 
     def _gate_bias(self) -> torch.Tensor:
-        bias = self.state_linearity.bias
+        bias = self.state_linearity.bias.to(self.cell_dtype)
         if not self.forget_bias:
             return bias
         offset = torch.zeros_like(bias)
@@ -76,16 +87,17 @@ class ProjectedLSTM(nn.Module):
         sorted_lengths, order = lengths.sort(descending=True)
         restore = torch.empty_like(order)
         restore[order] = torch.arange(batch, device=order.device)
-        x = inputs.index_select(0, order)
-        h = state[0].index_select(0, order)  # (rows, P)
-        c_t = state[1].index_select(0, order).t()  # c transposed: (D, rows)
         w_x, w_h = self.input_linearity.weight, self.state_linearity.weight  # (4D, input_dim), (4D, P)
+        x = inputs.index_select(0, order).to(w_x.dtype)
+        h = state[0].index_select(0, order).to(w_h.dtype)  # (rows, P)
+        c_t = state[1].index_select(0, order).t().to(self.cell_dtype)  # c transposed: (D, rows)
         bias = self._gate_bias()[:, None]
+        add_product = torch.addmm if w_h.dtype == self.cell_dtype else add_low_precision_product
         w_p = self.state_projection.weight.t() if self.state_projection is not None else None  # (D, P)
         D = self.cell_dim
         active_rows = (sorted_lengths[None, :] > torch.arange(steps, device=lengths.device)[:, None]).sum(1).tolist()
         max_len = int(sorted_lengths[0]) if batch else 0
-        block_steps = max(1, BLOCK_BYTES // (4 * D * inputs.element_size() * max(batch, 1)))
+        block_steps = max(1, BLOCK_BYTES // (4 * D * bias.element_size() * max(batch, 1)))
 
         finished_h: list[torch.Tensor] = []
         finished_c: list[torch.Tensor] = []
@@ -98,17 +110,17 @@ class ProjectedLSTM(nn.Module):
                 h, c_t = h[:rows], c_t[:, :rows]
             if t % block_steps == 0:  # (W_x x + b)^T of the next block_steps steps, step-major columns
                 block = x[:rows, t : t + block_steps].transpose(0, 1).reshape(-1, x.shape[2])
-                inputs_w_t = torch.addmm(bias, w_x, block.t())  # (4D, steps * block_rows)
+                inputs_w_t = add_product(bias, w_x, block.t())  # (4D, steps * block_rows)
                 block_rows = rows
             first = (t % block_steps) * block_rows
-            z_t = torch.addmm(inputs_w_t[:, first : first + rows], w_h, h.t())  # (4D, rows)
+            z_t = add_product(inputs_w_t[:, first : first + rows], w_h, h.t())  # (4D, rows)
             i = torch.sigmoid(z_t[:D])
             j = torch.tanh(z_t[D : 2 * D])
             f, o = torch.sigmoid(z_t[2 * D :]).chunk(2)
             c_t = f * c_t + i * j
             if self.cell_clip is not None:
                 c_t = c_t.clamp(-self.cell_clip, self.cell_clip)
-            h = (o * torch.tanh(c_t)).t()  # (rows, D)
+            h = (o * torch.tanh(c_t)).t().to(w_h.dtype)  # (rows, D)
             if w_p is not None:
                 h = h.mm(w_p)
             if self.proj_clip is not None:
@@ -122,7 +134,13 @@ class ProjectedLSTM(nn.Module):
             if max_len < steps:
                 out = nn.functional.pad(out, (0, 0, 0, steps - max_len))
         else:
-            out = inputs.new_zeros(batch, steps, self.projection_dim)
+            out = w_h.new_zeros(batch, steps, self.projection_dim)
         final_h = torch.cat(finished_h[::-1], 0)
         final_c = torch.cat(finished_c[::-1], 0)
         return out.index_select(0, restore), (final_h.index_select(0, restore), final_c.index_select(0, restore))
+
+
+def add_low_precision_product(accumulated: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``accumulated + a @ b`` in ``accumulated``'s (float32) dtype, for bf16/fp16 ``a`` and ``b``: the
+    product is computed in their dtype (float32 accumulation inside the kernel) and added in float32."""
+    return accumulated + torch.mm(a, b)

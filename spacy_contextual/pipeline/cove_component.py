@@ -30,10 +30,10 @@ vector_hooks = true
 vector_layer = null
 
 [cove.model]
-@architectures = "spacy-contextual.CoveEncoder.v1"
+@architectures = "spacy-contextual.CoveEncoder.v2"
 window = 128
 max_batch_tokens = 4096
-mixed_precision = false
+precision = "fp32"
 segment_cache_mb = 0
 """
 DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)

@@ -31,11 +31,11 @@ vector_hooks = true
 vector_layer = null
 
 [elmo.model]
-@architectures = "spacy-contextual.ElmoEncoder.v1"
+@architectures = "spacy-contextual.ElmoEncoder.v2"
 window = 128
 max_batch_tokens = 4096
 stateful = false
-mixed_precision = false
+precision = "fp32"
 token_cache_size = 50000
 segment_cache_mb = 0
 """

@@ -57,7 +57,8 @@ def test_stateful_state_survives_a_move(elmo_dir):
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 def test_to_gpu_moves_weights_state_and_grad_scaler(elmo_dir):
     nlp = stateful_elmo(elmo_dir)
-    nlp.get_pipe("elmo").model.shims[0]._mixed_precision = True  # as mixed_precision = true builds it
+    shim = nlp.get_pipe("elmo").model.shims[0]
+    shim.precision, shim._mixed_precision = "fp16", True  # as precision = "fp16" builds it
     nlp("The bank raised its rates .")
     encoder(nlp, "elmo").to_gpu(0)
     shim = encoder(nlp, "elmo").shims[0]

@@ -9,6 +9,8 @@ size ~50 differ by ~4e-4 between any two float32 orders of summation, the old lo
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from util import tiny_config
@@ -163,3 +165,28 @@ def test_bilm_gradients_equal_the_reference():
     want = torch.autograd.grad(sum((a * p).sum() for a, p in zip(want_acts, probes, strict=True)), leaves)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, **TOL[torch.float64])
+
+
+def test_bf16_weights_keep_the_cell_in_float32_and_are_never_converted():
+    """Weights cast to bf16 once: the products run on them as they are (no weight-sized conversion
+    in the loop), the cell state and the final c stay float32, and the outputs follow the float64
+    equations on the same (bf16-rounded) weights to bf16 accuracy."""
+    lstm = random_lstm(6, 32, 16, clip=3.0).to(torch.bfloat16)
+    with torch.no_grad():  # weights in the range of a trained biLM's (the x6 of random_lstm is chaotic in bf16)
+        for parameter in lstm.parameters():
+            parameter.div_(6.0)
+    exact = copy.deepcopy(lstm).double()
+    torch.manual_seed(2)
+    inputs, lengths = torch.randn(5, 9, 6), torch.tensor([9, 4, 7, 1, 9])
+    weight_shapes = {
+        shape for p in lstm.parameters() if p.dim() == 2 for shape in (tuple(p.shape), tuple(p.shape)[::-1])
+    }
+    with torch.no_grad(), torch.profiler.profile(record_shapes=True) as profile:
+        outputs, (h, c) = lstm(inputs, lengths)
+    conversions = [e for e in profile.events() if e.name in ("aten::_to_copy", "aten::copy_")]
+    assert conversions and not [e for e in conversions if e.input_shapes and tuple(e.input_shapes[0]) in weight_shapes]
+    assert outputs.dtype == h.dtype == torch.bfloat16 and c.dtype == torch.float32
+    with torch.no_grad():
+        expected, (_, expected_c), _ = reference_lstm(exact, inputs.double(), lengths)
+    torch.testing.assert_close(outputs.double(), expected, atol=0.01 * float(expected.abs().max()), rtol=0.02)
+    torch.testing.assert_close(c.double(), expected_c, atol=0.01 * float(expected_c.abs().max()), rtol=0.02)

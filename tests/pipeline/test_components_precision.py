@@ -1,7 +1,11 @@
-"""``mixed_precision = true`` on the ``elmo`` and ``cove`` components: autocast on the encoder's device,
-float16 on CUDA and bfloat16 on the CPU, so the CPU runs the same code paths a GPU does. Frozen and
-fine-tuned (``frozen = false``), ELMo's token cache on and off: the vectors stay close to float32 and
-differ from it (the autocast ran); training steps give finite losses and, unfrozen, move the encoder."""
+"""``model.precision = "bf16"`` on the ``elmo`` and ``cove`` components (autocast on the encoder's
+device; bf16 on the CPU runs the code paths fp16 runs on a GPU): frozen and fine-tuned, ELMo's token
+cache on and off, the vectors stay close to float32 and differ from it, training steps give finite
+losses and, unfrozen, move the encoder; the bundled models stay within the recorded budget. Configs
+written for the old ``mixed_precision`` key (the ``.v1`` encoders) still load: ``true`` is bf16 on
+the CPU."""
+
+import gzip
 
 import numpy as np
 import pytest
@@ -9,12 +13,14 @@ import spacy
 import torch
 from spacy.training import Example
 from thinc.api import fix_random_seed
-from util import bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
+from util import SHARED, bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
 
+from spacy_contextual.embedders.precision import PrecisionError
 from spacy_contextual.formats.bilm_dir import save_bilm
-from spacy_contextual.layers import cove_model_dir_loader
+from spacy_contextual.layers import cove_model_dir_loader, elmo_model_dir_loader
 
 TEXTS = ["I like green eggs", "The man rides a horse by the river bank ."]
+BUDGET = 0.01  # per-layer relative error, bf16 vs fp32 (benchmarks/precision_accuracy.py)
 
 
 def vectors(nlp, kind):
@@ -41,7 +47,7 @@ def cove_dir(tmp_path_factory):
 @pytest.mark.parametrize("frozen", [True, False], ids=["frozen", "fine-tuned"])
 def test_elmo_component(elmo_dir, frozen):
     exact_nlp, _, _ = build_listener_pipeline(elmo_dir, frozen=frozen)
-    nlp, examples, optimizer = build_listener_pipeline(elmo_dir, frozen=frozen, mixed_precision=True)
+    nlp, examples, optimizer = build_listener_pipeline(elmo_dir, frozen=frozen, precision="bf16")
     token_cache = nlp.get_pipe("elmo").model.shims[0].token_cache
     exact = vectors(exact_nlp, "elmo")
     with_cache = vectors(nlp, "elmo")
@@ -65,10 +71,10 @@ def test_elmo_component(elmo_dir, frozen):
         assert len(changed) == len(before)
 
 
-def build_cove(cove_dir, frozen, mixed_precision):
+def build_cove(cove_dir, frozen, precision):
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe("cove", config={"frozen": frozen, "model": {"mixed_precision": mixed_precision}})
+    nlp.add_pipe("cove", config={"frozen": frozen, "model": {"precision": precision}})
     listener = {"@architectures": "spacy-contextual.CoveListener.v1", "width": 8}
     nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": listener}})
     nlp.get_pipe("cove").initialize(loader=cove_model_dir_loader(str(cove_dir)))
@@ -79,8 +85,8 @@ def build_cove(cove_dir, frozen, mixed_precision):
 
 @pytest.mark.parametrize("frozen", [True, False], ids=["frozen", "fine-tuned"])
 def test_cove_component(cove_dir, frozen):
-    exact_nlp, _, _ = build_cove(cove_dir, frozen, False)
-    nlp, examples, optimizer = build_cove(cove_dir, frozen, True)
+    exact_nlp, _, _ = build_cove(cove_dir, frozen, "fp32")
+    nlp, examples, optimizer = build_cove(cove_dir, frozen, "bf16")
     exact = vectors(exact_nlp, "cove")
     lowered = vectors(nlp, "cove")
     assert_close_but_lowered([layers[1:] for layers in lowered], [layers[1:] for layers in exact])
@@ -93,3 +99,42 @@ def test_cove_component(cove_dir, frozen):
     changed = [name for name in lstm if not torch.equal(before[name], after[name])]
     assert (not changed) if frozen else (len(changed) == len(lstm))
     assert torch.equal(before["source_vectors"], after["source_vectors"])
+
+
+@pytest.mark.parametrize("kind", ["elmo", "cove"])
+def test_old_mixed_precision_configs_still_load(elmo_dir, cove_dir, kind):
+    loader = {"elmo": elmo_model_dir_loader(str(elmo_dir)), "cove": cove_model_dir_loader(str(cove_dir))}[kind]
+    old = {"@architectures": f"spacy-contextual.{kind.capitalize()}Encoder.v1"}
+
+    def component_vectors(model):
+        nlp = spacy.blank("en")
+        nlp.add_pipe(kind, config={"model": model})
+        nlp.get_pipe(kind).initialize(loader=loader)
+        return vectors(nlp, kind)
+
+    for old_value, new_value in ((False, "fp32"), (True, "bf16")):  # true: bf16 on the CPU
+        before = component_vectors({**old, "mixed_precision": old_value})
+        for a, b in zip(before, component_vectors({"precision": new_value}), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_a_bad_precision_is_refused():
+    nlp = spacy.blank("en")
+    with pytest.raises(PrecisionError, match="unknown precision 'float16': use fp32, bf16, fp16"):
+        nlp.add_pipe("elmo", config={"model": {"precision": "float16"}})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["elmo", "cove"])
+def test_bundled_components_in_bf16_within_the_budget(kind):
+    with gzip.open(SHARED / "data" / "lm_corpus" / "valid.txt.gz", "rt", encoding="utf-8") as handle:
+        texts = [line.strip() for _, line in zip(range(8), handle, strict=False)]
+    layers = {}
+    for precision in ("fp32", "bf16"):
+        nlp = spacy.blank("en")
+        nlp.add_pipe(kind, config={"model": {"precision": precision}})
+        nlp.initialize()
+        layers[precision] = [doc._.get(f"{kind}_data").layers for doc in nlp.pipe(texts)]
+    low, exact = np.concatenate(layers["bf16"], axis=1), np.concatenate(layers["fp32"], axis=1)
+    errors = np.linalg.norm(low - exact, axis=(1, 2)) / np.maximum(np.linalg.norm(exact, axis=(1, 2)), 1e-12)
+    assert errors.max() < BUDGET and errors[-1] > 0
