@@ -5,10 +5,20 @@ a file that is missing, unreadable or not writable; a bad parameter value) are p
 ``error: <message>`` on stderr with exit code 1, from whichever command or module raised them.
 ``--debug`` (or ``SPACY_CONTEXTUAL_DEBUG=1``) shows their traceback instead. Anything else is a bug
 and keeps its traceback. Warnings are printed as one line ``warning: <message>`` the same way.
+
+SIGINT and SIGTERM stop any command with one line, ``interrupted`` (or ``interrupted; <how to resume>``
+for a command that can continue where it stopped) and exit code 128 + the signal number (130, 143).
+A second signal while the first one unwinds ends the process at once. A command whose rerun continues
+says so with ``say_on_interrupt(ctx, hint)``; one with a ``--resume`` option says so by itself.
 """
 
+import contextlib
+import signal
+import threading
 import warnings
+from collections.abc import Iterator
 
+import click
 import typer
 from typer.core import TyperGroup
 
@@ -16,6 +26,48 @@ from ..errors import ContextualError
 
 DEBUG_ENV = "SPACY_CONTEXTUAL_DEBUG"
 EXPECTED_ERRORS = (ContextualError, OSError, typer.BadParameter)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RESUME_HINT = "spacy_contextual.resume_hint"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived; raised where the command was, so its cleanup runs on the way out."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, frame) -> None:
+    for stop_signal in STOP_SIGNALS:  # a second signal while this one unwinds ends the process
+        signal.signal(stop_signal, signal.SIG_DFL)
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``Interrupted`` while the block runs (main thread only; others keep theirs)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {stop_signal: signal.signal(stop_signal, _raise_interrupted) for stop_signal in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for stop_signal, handler in previous.items():
+            signal.signal(stop_signal, handler)
+
+
+def say_on_interrupt(ctx: typer.Context, hint: str) -> None:
+    """What the one line after ``interrupted;`` tells the user, e.g. "run the same command to resume"."""
+    ctx.meta[RESUME_HINT] = hint
+
+
+def interrupted_message(ctx: typer.Context, command: click.Command | None) -> str:
+    hint = ctx.meta.get(RESUME_HINT)
+    if hint is None and command is not None and any(param.name == "resume" for param in command.params):
+        hint = "run the same command with --resume to resume"
+    return f"interrupted; {hint}" if hint else "interrupted"
 
 
 def one_line(error: BaseException) -> str:
@@ -26,11 +78,13 @@ def one_line(error: BaseException) -> str:
 
 
 class CommandGroup(TyperGroup):
-    """Runs a command and turns its expected errors into one line on stderr and exit code 1."""
+    """Runs a command and turns its expected errors into one line on stderr and exit code 1, and SIGINT /
+    SIGTERM into one line and exit code 130 / 143."""
 
     def invoke(self, ctx: typer.Context):
         try:
-            return super().invoke(ctx)
+            with stop_signals_interrupt():
+                return super().invoke(ctx)
         except BrokenPipeError:  # the reader of our output went away: typer's own handling
             raise
         except EXPECTED_ERRORS as error:
@@ -38,6 +92,10 @@ class CommandGroup(TyperGroup):
                 raise
             typer.echo(f"error: {one_line(error)}", err=True)
             raise typer.Exit(1) from None
+        except KeyboardInterrupt as interrupt:  # not a bug: one line, with or without --debug
+            command = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+            typer.echo(interrupted_message(ctx, command), err=True)
+            raise typer.Exit(128 + getattr(interrupt, "signum", signal.SIGINT)) from None
 
 
 app = typer.Typer(
