@@ -12,7 +12,17 @@ from typing import Any
 import torch
 
 from ..models.bilm import BiLM, BiLMConfig
-from .model_dir import PathLike, load_matching_state, load_tensors, load_vocab, read_model_config, save_model_dir
+from .budget import allocation_budget
+from .model_dir import (
+    CONFIG_NAME,
+    PathLike,
+    load_matching_state,
+    load_tensors,
+    load_vocab,
+    read_model_config,
+    save_model_dir,
+    weight_files,
+)
 
 KIND = "elmo-bilm"
 SOFTMAX_PREFIX = "softmax."
@@ -36,7 +46,8 @@ def save_bilm(
 
 def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
     config = read_model_config(path, KIND)
-    bilm = BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful)
+    with allocation_budget(weight_files(path), str(Path(path) / CONFIG_NAME)):
+        bilm = BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful)
     tensors = load_tensors(path)
     state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
     load_matching_state(bilm, state, str(path))
