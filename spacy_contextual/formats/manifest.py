@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ModelDirError, quoted
 from ..types import PathLike
+from .atomic import atomic_file
 
 MANIFEST_NAME = "manifest.json"
 ALGORITHM = "sha256"
@@ -55,7 +56,8 @@ def write_manifest(directory: PathLike, names: list[str]) -> Path:
         name: {"bytes": (directory / name).stat().st_size, ALGORITHM: file_digest(directory / name)} for name in names
     }
     path = directory / MANIFEST_NAME
-    path.write_text(json.dumps({"algorithm": ALGORITHM, "files": files}, indent=1) + "\n", encoding="utf-8")
+    with atomic_file(path) as tmp:
+        tmp.write_text(json.dumps({"algorithm": ALGORITHM, "files": files}, indent=1) + "\n", encoding="utf-8")
     return path
 
 
