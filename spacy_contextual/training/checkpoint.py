@@ -9,7 +9,9 @@
 It is written whole through ``<dir>.tmp``, fsynced, and put in place of ``<dir>`` in one step
 (``formats/atomic.py``), so a run killed while writing leaves the previous checkpoint intact. A new
 run refuses to start over an earlier run's checkpoint (``prepare_checkpoint_dir``) unless told to
-``--resume`` it or to ``--overwrite`` it.
+``--resume`` it or to ``--overwrite`` it. ``--resume`` refuses a damaged, truncated or NaN checkpoint
+in one line naming the file (the model directory is checked against its manifest; the state and the
+optimizer tensors are parsed and checked for NaN / infinity) before any training step.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..errors import ContextualError
 from ..formats.atomic import atomic_directory, sibling
+from ..formats.model_dir import check_finite
 from ..types import PathLike
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
@@ -121,8 +125,8 @@ def load_checkpoint(
     generator, rank -> state)."""
     directory = find_checkpoint(directory)
     lm, _ = load_language_model(directory / "model")
-    state = json.loads((directory / STATE_NAME).read_text(encoding="utf-8"))
-    tensors = load_file(str(directory / OPTIMIZER_NAME))
+    state = read_trainer_state(directory / STATE_NAME)
+    tensors = read_optimizer_tensors(directory / OPTIMIZER_NAME)
     optimizer = optimizer_from_flat(tensors, state.pop("optimizer"))
     random_states: dict[str, dict[int, torch.Tensor]] = {}
     for key, value in tensors.items():
@@ -130,3 +134,44 @@ def load_checkpoint(
             generator, rank = key.rsplit(".", 1)
             random_states.setdefault(generator, {})[int(rank)] = value
     return lm, state, optimizer, random_states
+
+
+class CheckpointError(ContextualError):
+    """A checkpoint that cannot be resumed: damaged, truncated, or holding NaN."""
+
+
+def damaged(path: Path, problem: str) -> CheckpointError:
+    return CheckpointError(
+        f"{path} is damaged ({problem}); the checkpoint cannot be resumed: start the run again with --overwrite "
+        "(or restore the checkpoint directory from a copy)"
+    )
+
+
+def read_trainer_state(path: Path) -> dict[str, Any]:
+    """trainer_state.json: a JSON object with an integer ``step`` and the optimizer's non-tensor state."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        ok = (
+            isinstance(state, dict)
+            and isinstance(state.get("step"), int)
+            and isinstance(state.get("optimizer"), dict)
+            and isinstance(state["optimizer"].get("param_groups"), list)
+            and isinstance(state["optimizer"].get("scalars"), dict)
+        )
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise damaged(path, f"not valid JSON: {error}") from None
+    except FileNotFoundError:
+        raise damaged(path, "missing") from None
+    if not ok:
+        raise damaged(path, "expected an object with an integer 'step' and the optimizer state")
+    return state
+
+
+def read_optimizer_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """optimizer.safetensors, every tensor finite."""
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, FileNotFoundError) as error:
+        raise damaged(path, f"not a readable safetensors file: {error}") from None
+    check_finite(tensors, str(path))
+    return tensors

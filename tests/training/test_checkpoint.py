@@ -1,0 +1,87 @@
+"""``--resume`` refuses a damaged, truncated or NaN checkpoint in one line naming the file, before any
+training step; an intact one resumes."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from typer.testing import CliRunner
+
+from test_training import corpus, tiny_pretrain_config  # noqa: F401  (the tiny corpus fixture)
+
+from spacy_contextual.cli import app
+from spacy_contextual.formats.manifest import write_manifest
+from spacy_contextual.formats.model_dir import model_files
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def run(corpus, tmp_path):  # noqa: F811
+    """A finished 2-step run (its checkpoint/ written) and its config file."""
+    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=2)
+    config_file = tmp_path / "config.json"
+    config.save(config_file)
+    result = runner.invoke(app, ["pretrain-elmo", str(config_file)])
+    assert result.exit_code == 0, result.stderr
+    return tmp_path / "run" / "checkpoint", config_file
+
+
+def resume(config_file, steps=3):
+    return runner.invoke(app, ["pretrain-elmo", str(config_file), "--resume", f"training.max_steps={steps}"])
+
+
+def truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def poison(path):
+    tensors = load_file(str(path))
+    name = next(name for name, tensor in tensors.items() if tensor.is_floating_point())
+    tensors[name] = tensors[name].clone().fill_(float("nan"))
+    save_file(tensors, str(path))
+
+
+def garble_json(path):
+    path.write_text(path.read_text()[:40])
+
+
+def drop_step(path):
+    state = json.loads(path.read_text())
+    del state["step"]
+    path.write_text(json.dumps(state))
+
+
+DAMAGES = {
+    "truncated optimizer": ("optimizer.safetensors", truncate, "not a readable safetensors file"),
+    "NaN optimizer state": ("optimizer.safetensors", poison, "NaN"),
+    "truncated state": ("trainer_state.json", garble_json, "not valid JSON"),
+    "state without step": ("trainer_state.json", drop_step, "integer 'step'"),
+    "truncated weights": ("model/model.safetensors", truncate, "truncated"),
+    "NaN weights, re-signed": ("model/model.safetensors", poison, "NaN"),
+}
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_checkpoint_is_refused_at_resume_naming_the_file(run, damage):
+    checkpoint, config_file = run
+    name, change, words = DAMAGES[damage]
+    change(checkpoint / name)
+    if name.startswith("model/") and damage.endswith("re-signed"):
+        write_manifest(checkpoint / "model", model_files(checkpoint / "model"))
+    result = resume(config_file)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert str(checkpoint / name) in result.stderr and words in result.stderr
+    assert "resumed from" not in result.stdout
+
+
+@pytest.mark.timeout(180)
+def test_an_intact_checkpoint_resumes(run):
+    checkpoint, config_file = run
+    result = resume(config_file)
+    assert result.exit_code == 0, result.stderr
+    assert f"resumed from {checkpoint} at step 2" in result.stdout
+    assert torch.isfinite(load_file(str(checkpoint / "optimizer.safetensors"))["rng.0"].float()).all()
