@@ -6,9 +6,8 @@ import json
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from typer.testing import CliRunner
-
 from test_training import corpus, tiny_pretrain_config  # noqa: F401  (the tiny corpus fixture)
+from typer.testing import CliRunner
 
 from spacy_contextual.cli import app
 from spacy_contextual.formats.manifest import write_manifest
