@@ -7,18 +7,21 @@ a file that is missing, unreadable or not writable; a bad parameter value) are p
 and keeps its traceback. Warnings are printed as one line ``warning: <message>`` the same way.
 
 SIGINT and SIGTERM stop any command with one line, ``interrupted`` (or ``interrupted; <how to resume>``
-for a command that can continue where it stopped) and exit code 128 + the signal number (130, 143).
-A second signal while the first one unwinds ends the process at once. A command whose rerun continues
-says so with ``say_on_interrupt(ctx, hint)``; one with a ``--resume`` option says so by itself.
+for a command that can continue where it stopped) and exit code 128 + the signal number (130, 143);
+the interrupted code's cleanup (temporary files) runs on the way out. A second signal while the first
+one unwinds ends the process at once. A command that can be resumed says how with
+``say_on_interrupt(ctx, hint)``, where ``hint`` may be a function asked at the moment of the signal
+(e.g. whether a checkpoint exists yet). Under torchrun only rank 0 prints the line.
 """
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -58,15 +61,22 @@ def stop_signals_interrupt() -> Iterator[None]:
             signal.signal(stop_signal, handler)
 
 
-def say_on_interrupt(ctx: typer.Context, hint: str) -> None:
-    """What the one line after ``interrupted;`` tells the user, e.g. "run the same command to resume"."""
+def end_progress_bars() -> None:
+    """Close the open tqdm bars, so that they end their line before the one line is printed."""
+    progress = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(progress, "tqdm", None), "_instances", ())):
+        bar.close()
+
+
+def say_on_interrupt(ctx: typer.Context, hint: str | Callable[[], str | None]) -> None:
+    """What the one line after ``interrupted;`` tells the user, e.g. "run the same command to resume"
+    (a function is asked when the signal arrives; it returns None where there is nothing to resume)."""
     ctx.meta[RESUME_HINT] = hint
 
 
-def interrupted_message(ctx: typer.Context, command: click.Command | None) -> str:
+def interrupted_message(ctx: typer.Context) -> str:
     hint = ctx.meta.get(RESUME_HINT)
-    if hint is None and command is not None and any(param.name == "resume" for param in command.params):
-        hint = "run the same command with --resume to resume"
+    hint = hint() if callable(hint) else hint
     return f"interrupted; {hint}" if hint else "interrupted"
 
 
@@ -93,8 +103,9 @@ class CommandGroup(TyperGroup):
             typer.echo(f"error: {one_line(error)}", err=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt as interrupt:  # not a bug: one line, with or without --debug
-            command = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
-            typer.echo(interrupted_message(ctx, command), err=True)
+            end_progress_bars()
+            if os.environ.get("RANK", "0") == "0":
+                typer.echo(interrupted_message(ctx), err=True)
             raise typer.Exit(128 + getattr(interrupt, "signum", signal.SIGINT)) from None
 
 

@@ -96,6 +96,16 @@ def output_target(path: PathLike) -> Path:
     return target
 
 
+def check_output_dir(path: PathLike) -> Path:
+    """Fail now if ``path`` cannot become an output folder: a file or device is there, or it is inside the
+    package's bundled models (``output_target``)."""
+    target = output_target(path)
+    if target.exists() and not target.is_dir():
+        kind = "a file" if target.is_file() else "a device or special file"
+        raise ContextualError(f"{path} is {kind}, not a directory; give a directory to write to")
+    return target
+
+
 def check_not_special(target: Path) -> None:
     """A device, FIFO or socket at ``target`` is never replaced by a file."""
     if target.exists() and not target.is_file() and not target.is_dir():
@@ -106,9 +116,7 @@ def check_not_special(target: Path) -> None:
 def atomic_directory(path: PathLike, may_replace=None) -> Iterator[Path]:
     """Write a directory through a temporary one; ``may_replace(existing)`` says whether an existing
     ``path`` may be replaced (default: only an empty directory), so user files are never deleted."""
-    target = output_target(path)
-    if target.exists() and not target.is_dir():
-        raise ContextualError(f"{target} exists and is not a directory; give a directory to write to")
+    target = check_output_dir(path)
     if target.is_dir() and any(target.iterdir()) and not (may_replace and may_replace(target)):
         raise ContextualError(
             f"{target} already holds other files; give a new or empty directory (it is replaced as a whole)"

@@ -107,11 +107,16 @@ def prepare_checkpoint_dir(directory: PathLike, resume: bool, overwrite: bool) -
         shutil.rmtree(path)
 
 
+def has_checkpoint(directory: PathLike) -> bool:
+    """A checkpoint that ``--resume`` can continue is at ``directory`` (or its ``.old``)."""
+    return any(is_checkpoint(candidate) for candidate in (Path(directory), sibling(Path(directory), ".old")))
+
+
 def find_checkpoint(directory: PathLike) -> Path:
     """The checkpoint at ``directory`` (or the ``.old`` one a kill during renaming left behind)."""
     directory = Path(directory)
-    for candidate in (directory, directory.with_name(directory.name + ".old")):
-        if (candidate / STATE_NAME).is_file():
+    for candidate in (directory, sibling(directory, ".old")):
+        if is_checkpoint(candidate):
             return candidate
     raise FileNotFoundError(
         f"no complete checkpoint in {directory} to resume; start the run again with --overwrite (without --resume)"

@@ -22,10 +22,8 @@ LONG_COMMANDS = textwrap.dedent(
     from spacy_contextual.cli._app import say_on_interrupt
 
     @app.command("wait")
-    def wait(ctx: typer.Context, marker: Path, resume: bool = typer.Option(False, "--resume"),
-             hint: str = typer.Option("", "--hint")):
-        if hint:
-            say_on_interrupt(ctx, hint)
+    def wait(ctx: typer.Context, marker: Path, hint: str = typer.Option("", "--hint")):
+        say_on_interrupt(ctx, lambda: hint or None)  # asked when the signal arrives
         try:
             print("running", flush=True)
             time.sleep(60)
@@ -70,9 +68,15 @@ def test_a_stop_signal_is_one_line_and_its_exit_code(tmp_path, signum, code):
 
 
 @pytest.mark.timeout(60)
-def test_a_command_with_resume_says_how_to_resume(tmp_path):
+def test_a_command_with_nothing_to_resume_says_interrupted(tmp_path):
     returncode, stderr = interrupt(tmp_path, signal.SIGTERM, "wait")
-    assert (returncode, stderr) == (143, "interrupted; run the same command with --resume to resume\n")
+    assert (returncode, stderr) == (143, "interrupted\n")
+
+
+@pytest.mark.timeout(60)
+def test_only_rank_0_of_a_torchrun_job_prints_the_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    assert interrupt(tmp_path, signal.SIGINT, "plain") == (130, "")
 
 
 @pytest.mark.timeout(60)
