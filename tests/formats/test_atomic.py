@@ -85,6 +85,10 @@ def test_a_fifo_is_never_replaced(tmp_path, tiny_model_dir):
     result = invoke("export-elmo", tiny_model_dir, fifo)
     assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "not a directory" in result.stderr
     assert fifo.exists() and not fifo.is_file() and leftovers(tmp_path) == []
+    (tiny_model_dir / "manifest.json").unlink()
+    os.mkfifo(tiny_model_dir / "manifest.json")
+    result = invoke("write-manifest", tiny_model_dir)
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "device or special file" in result.stderr
 
 
 @pytest.mark.timeout(120)

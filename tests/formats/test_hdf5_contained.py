@@ -7,7 +7,9 @@ from typer.testing import CliRunner
 from util import tiny_bilm
 
 from spacy_contextual.cli import app
+from spacy_contextual.formats.bilm_dir import load_bilm
 from spacy_contextual.formats.bilm_tf import export_bilm_tf, load_bilm_tf
+from spacy_contextual.formats.bundled import bundled_model_dir
 from spacy_contextual.formats.hdf5_contained import NotSelfContainedError
 
 TARGET = "RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/B"
@@ -55,14 +57,19 @@ def virtual_dataset(tmp_path):
     return make, "virtual dataset"
 
 
+MODELS = {"tiny": tiny_bilm, "bundled": lambda: load_bilm(bundled_model_dir("elmo"))}
+
+
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("hostile", [external_storage, external_link, virtual_dataset])
-def test_data_from_another_file_is_refused(tmp_path, hostile):
-    options, weights = export_bilm_tf(tiny_bilm(), tmp_path / "model")
+def test_data_from_another_file_is_refused(tmp_path, hostile, model):
+    bilm = MODELS[model]()
+    options, weights = export_bilm_tf(bilm, tmp_path / "model")
     make, words = hostile(tmp_path)
     _replace(weights, make)
     with h5py.File(weights) as f:  # the file reads, and its data is the other file's
-        assert f[TARGET].shape == (4 * tiny_bilm().config.lstm_dim,)
+        assert f[TARGET].shape == (4 * bilm.config.lstm_dim,)
     with pytest.raises(NotSelfContainedError, match=words) as refused:
         load_bilm_tf(options, weights)
     message = str(refused.value)

@@ -1,7 +1,10 @@
 """``--resume`` refuses a damaged, truncated or NaN checkpoint in one line naming the file, before any
 training step; an intact one resumes."""
 
+import errno
 import json
+import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +15,7 @@ from typer.testing import CliRunner
 from spacy_contextual.cli import app
 from spacy_contextual.formats.manifest import write_manifest
 from spacy_contextual.formats.model_dir import model_files
+from spacy_contextual.training import checkpoint as checkpoint_module
 
 runner = CliRunner()
 
@@ -84,3 +88,22 @@ def test_an_intact_checkpoint_resumes(run):
     assert result.exit_code == 0, result.stderr
     assert f"resumed from {checkpoint} at step 2" in result.stdout
     assert torch.isfinite(load_file(str(checkpoint / "optimizer.safetensors"))["rng.0"].float()).all()
+
+
+@pytest.mark.timeout(180)
+def test_a_full_disk_while_checkpointing_is_one_line_and_a_rerun_works(corpus, tmp_path, monkeypatch):  # noqa: F811
+    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=2, checkpoint_minutes=0)
+    config_file = tmp_path / "config.json"
+    config.save(config_file)
+
+    def full_disk(tensors, filename, *args, **kwargs):
+        Path(filename).write_bytes(b"\0" * 100)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
+
+    with monkeypatch.context() as disk:
+        disk.setattr(checkpoint_module, "save_file", full_disk)
+        result = runner.invoke(app, ["pretrain-elmo", str(config_file)])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "No space left on device" in result.stderr
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith((".tmp", ".old"))]
+    rerun = runner.invoke(app, ["pretrain-elmo", str(config_file)])
+    assert rerun.exit_code == 0, rerun.stderr
