@@ -32,7 +32,7 @@ class Rule(NamedTuple):
 
 def integer(minimum: int, maximum: int | None = None) -> Rule:
     return Rule(
-        f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum:_}]",
+        f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum:_}"),
         lambda v: isinstance(v, int) and not isinstance(v, bool) and minimum <= v <= (maximum or v),
     )
 
