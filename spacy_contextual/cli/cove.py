@@ -61,11 +61,13 @@ def train_cove_command(
     from spacy.cli._util import parse_config_overrides
 
     from ..formats.atomic import check_output_dir
+    from ..training.config import MT_RANGES, check_ranges
     from ..training.mt import train_mt
     from .train import say_how_to_resume
 
     overrides = parse_config_overrides(ctx.args)
     config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
+    check_ranges(config, MT_RANGES, str(config_path))
     check_output_dir(output)
     say_how_to_resume(ctx, output / "last")
     state = train_mt(dict(config), output, resume=resume, overwrite=overwrite)

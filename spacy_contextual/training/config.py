@@ -4,6 +4,8 @@
 
 Every value is checked against its range (``RULES``) when the config is loaded, before any work:
 a batch of 2**62 tokens, 0 or negative steps, a NaN learning rate are refused in one line.
+``MT_RANGES`` does the same for the numbers of a CoVe MT config (``train-cove``; its keys are read by
+``mt.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from ..errors import ContextualError
 from ..formats.model_config import (
     BILM,
     BOOLEAN,
+    MAX_LAYERS,
     MAX_VOCAB,
+    MAX_WIDTH,
     Rule,
     integer,
     number,
@@ -122,6 +126,44 @@ RULES = {
         "num_threads": optional(integer(1, 4096)),
     },
 }
+
+
+MT_RANGES = {
+    "vocab": {
+        "input_std": number(0.0, 1e3),
+        "source_min_count": integer(1, 2**31),
+        "target_min_count": integer(1, 2**31),
+        "target_bpe_size": integer(1, MAX_VOCAB),
+    },
+    "model": {
+        "target_embedding_dim": integer(1, MAX_WIDTH),
+        "decoder_hidden": integer(1, MAX_WIDTH),
+        "decoder_layers": integer(1, MAX_LAYERS),
+        "dropout": number(0.0, 0.99),
+    },
+    "training": {
+        "seed": integer(0, 2**63 - 1),
+        "threads": integer(1, 4096),
+        "learning_rate": number(0.0, 1e3),
+        "adam_decay": number(0.0, 1.0),
+        "batch_size": integer(1, 2**20),
+        "grad_clip": number(0.0, 1e9),
+        "max_epochs": integer(1, 2**31),
+        "max_steps": integer(0, MAX_STEPS),
+        "max_train_pairs": integer(0, 2**40),
+        "eval_every_steps": integer(0, MAX_STEPS),
+        "checkpoint_every_steps": integer(0, MAX_STEPS),
+    },
+}
+
+
+def check_ranges(config: dict[str, Any], ranges: dict[str, dict[str, Rule]], source: str) -> None:
+    """Every value of ``config`` that ``ranges`` names is in its range (missing keys are the reader's)."""
+    for section, rules in ranges.items():
+        values = config.get(section) or {}
+        for key, rule in rules.items():
+            if key in values and not rule.test(values[key]):
+                raise ContextualError(f"{source}: {section}.{key} is {values[key]!r}; expected {rule.expects}")
 
 
 @dataclass

@@ -54,3 +54,21 @@ def test_the_commands_refuse_them_before_work_starts(tmp_path, command):
 def test_the_shipped_configs_are_in_range():
     for path in (REPO / "configs").glob("*.json"):
         PretrainConfig.load(path)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "override, value",
+    [
+        ("training.batch_size", 2**62),
+        ("training.batch_size", 0),
+        ("training.max_steps", -1),
+        ("model.decoder_layers", 10**5),
+    ],
+)
+def test_train_cove_refuses_out_of_range_values_before_work(tmp_path, override, value):
+    mt_config = REPO / "spacy_contextual" / "assets" / "cove" / "mt.cfg"
+    result = runner.invoke(app, ["train-cove", str(mt_config), str(tmp_path / "run"), f"--{override}", str(value)])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert f"{override} is {value}; expected an integer" in result.stderr
+    assert not (tmp_path / "run").exists()
