@@ -43,6 +43,32 @@ def test_saving_over_a_symlinked_model_directory_writes_where_it_points(tmp_path
     assert leftovers(tmp_path) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["link", "store"]
 
 
+@pytest.mark.timeout(60)
+def test_other_files_are_kept_without_copying_a_linked_folder(tmp_path):
+    model = save_bilm(tiny_bilm(seed=0), tmp_path / "model")
+    big = tmp_path / "corpus"  # a large folder the user linked into the model directory
+    big.mkdir()
+    (big / "data.txt").write_text("x" * 100_000)
+    (model / "corpus").symlink_to(big)
+    (model / "notes").mkdir()
+    (model / "notes" / "log.txt").write_text("mine")
+    inode = (model / "notes" / "log.txt").stat().st_ino
+    save_bilm(tiny_bilm(seed=1), model)
+    assert (model / "corpus").is_symlink() and os.readlink(model / "corpus") == str(big)
+    assert (model / "notes" / "log.txt").read_text() == "mine"
+    assert (model / "notes" / "log.txt").stat().st_ino == inode  # a hard link: no bytes copied
+    assert same_weights(load_bilm(model), tiny_bilm(seed=1)) and leftovers(tmp_path) == []
+
+
+def test_a_symlinked_output_file_keeps_its_link(tmp_path):
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
+    with atomic_file(tmp_path / "link.json") as tmp:
+        tmp.write_text("new")
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
+    assert leftovers(tmp_path) == []
+
+
 def full_disk_save_file(tensors, filename, *args, **kwargs):
     """The weight file write fails half way with ENOSPC, as on a full disk."""
     with open(filename, "wb") as handle:
