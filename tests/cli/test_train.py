@@ -87,3 +87,26 @@ def test_output_folders_that_cannot_be_written_are_refused_before_work(config_fi
         result = runner.invoke(app, ["pretrain-elmo", str(config_file), override])
         assert result.exit_code == 1 and result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("command", ["evaluate-lm", "sense-probe"])
+def test_a_long_command_on_the_bundled_model_is_interrupted_in_one_line(tmp_path, command):
+    if command == "evaluate-lm":
+        text = tmp_path / "text.txt"
+        text.write_text("the bank of the river is steep .\n" * 200_000)
+        args = ["evaluate-lm", "default", str(text)]
+    else:
+        text = tmp_path / "senses.jsonl"
+        line = '{"word": "bank", "tokens": ["the", "bank", "of", "the", "river"], "target": 1, "sense": "%s"}\n'
+        text.write_text((line % "shore" + line % "money") * 20_000)
+        args = ["sense-probe", str(text), "--model", "default"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spacy_contextual", *args], stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    time.sleep(8)  # the model is loaded and the command is working
+    assert process.poll() is None
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stderr.decode()) == (130, "interrupted\n")
