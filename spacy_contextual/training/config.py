@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ContextualError
+from ..formats.atomic import atomic_file
 from ..formats.model_config import (
     BILM,
     BOOLEAN,
@@ -205,7 +206,8 @@ class PretrainConfig:
         return cls.from_dict(apply_overrides(data, overrides), str(path))
 
     def save(self, path: PathLike) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        with atomic_file(path) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
 
 
 def parse_overrides(args: Sequence[str]) -> list[str]:

@@ -107,3 +107,26 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_a_rerun_works(corpus, t
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith((".tmp", ".old"))]
     rerun = runner.invoke(app, ["pretrain-elmo", str(config_file)])
     assert rerun.exit_code == 0, rerun.stderr
+
+
+@pytest.mark.timeout(180)
+def test_a_full_disk_while_writing_the_vocabulary_leaves_none_and_a_rerun_works(corpus, tmp_path, monkeypatch):  # noqa: F811
+    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=2)
+    config_file = tmp_path / "config.json"
+    config.save(config_file)
+    write_text = Path.write_text
+
+    def full_disk(self, text, *args, **kwargs):
+        if self.name == "vocab.txt.tmp":
+            write_text(self, text[: len(text) // 2], *args, **kwargs)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return write_text(self, text, *args, **kwargs)
+
+    with monkeypatch.context() as disk:
+        disk.setattr(Path, "write_text", full_disk)
+        result = runner.invoke(app, ["pretrain-elmo", str(config_file)])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "No space left on device" in result.stderr
+    assert not (tmp_path / "run" / "vocab.txt").exists()  # never a shorter vocabulary for the rerun to use
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    rerun = runner.invoke(app, ["pretrain-elmo", str(config_file)])
+    assert rerun.exit_code == 0, rerun.stderr
