@@ -152,23 +152,30 @@ def damaged(path: Path, problem: str) -> CheckpointError:
     )
 
 
-def read_trainer_state(path: Path) -> dict[str, Any]:
-    """trainer_state.json: a JSON object with an integer ``step`` and the optimizer's non-tensor state."""
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A checkpoint's JSON file (trainer_state.json, optimizer.json): an object with an integer ``step``
+    where it is the trainer state."""
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
-        ok = (
-            isinstance(state, dict)
-            and isinstance(state.get("step"), int)
-            and isinstance(state.get("optimizer"), dict)
-            and isinstance(state["optimizer"].get("param_groups"), list)
-            and isinstance(state["optimizer"].get("scalars"), dict)
-        )
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise damaged(path, f"not valid JSON: {error}") from None
     except FileNotFoundError:
         raise damaged(path, "missing") from None
-    if not ok:
-        raise damaged(path, "expected an object with an integer 'step' and the optimizer state")
+    if not isinstance(state, dict) or (path.name == STATE_NAME and not isinstance(state.get("step"), int)):
+        raise damaged(path, "expected a JSON object" + (" with an integer 'step'" if path.name == STATE_NAME else ""))
+    return state
+
+
+def read_trainer_state(path: Path) -> dict[str, Any]:
+    """trainer_state.json of a biLM run: its step and the optimizer's non-tensor state."""
+    state = read_json_object(path)
+    optimizer = state.get("optimizer")
+    if not (
+        isinstance(optimizer, dict)
+        and isinstance(optimizer.get("param_groups"), list)
+        and isinstance(optimizer.get("scalars"), dict)
+    ):
+        raise damaged(path, "expected the optimizer state under 'optimizer'")
     return state
 
 
@@ -180,3 +187,13 @@ def read_optimizer_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise damaged(path, f"not a readable safetensors file: {error}") from None
     check_finite(tensors, str(path))
     return tensors
+
+
+def check_checkpoint_files(directory: PathLike) -> Path:
+    """Before a resume: the checkpoint's JSON files parse and its optimizer tensors are readable and finite
+    (its model directory is checked by the model loader, against its manifest). Returns the checkpoint."""
+    directory = find_checkpoint(directory)
+    for path in sorted(directory.glob("*.json")):
+        read_json_object(path)
+    read_optimizer_tensors(directory / OPTIMIZER_NAME)
+    return directory

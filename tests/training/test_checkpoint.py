@@ -47,7 +47,8 @@ def poison(path):
 
 
 def garble_json(path):
-    path.write_text(path.read_text()[:40])
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
 
 
 def drop_step(path):
@@ -130,3 +131,27 @@ def test_a_full_disk_while_writing_the_vocabulary_leaves_none_and_a_rerun_works(
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     rerun = runner.invoke(app, ["pretrain-elmo", str(config_file)])
     assert rerun.exit_code == 0, rerun.stderr
+
+
+MT_DAMAGES = {
+    "truncated optimizer": ("optimizer.safetensors", truncate),
+    "NaN optimizer state": ("optimizer.safetensors", poison),
+    "truncated state": ("trainer_state.json", garble_json),
+    "bad optimizer.json": ("optimizer.json", garble_json),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("damage", MT_DAMAGES)
+def test_train_cove_refuses_a_damaged_checkpoint_at_resume(tmp_path, damage):
+    last = tmp_path / "run" / "last"
+    last.mkdir(parents=True)
+    (last / "trainer_state.json").write_text(json.dumps({"epoch": 0, "batch": 3, "step": 3, "lr": 0.002}))
+    (last / "optimizer.json").write_text(json.dumps({"param_groups": [], "state": {"0": {"step": 3}}}))
+    save_file({"0.exp_avg": torch.zeros(4)}, str(last / "optimizer.safetensors"))
+    name, change = MT_DAMAGES[damage]
+    change(last / name)
+    mt_config = Path(__file__).parents[2] / "spacy_contextual" / "assets" / "cove" / "mt.cfg"
+    result = runner.invoke(app, ["train-cove", str(mt_config), str(tmp_path / "run"), "--resume"])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.output
+    assert str(last / name) in result.stderr and ("is damaged" in result.stderr or "NaN" in result.stderr)
