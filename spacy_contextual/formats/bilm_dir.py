@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..models.bilm import BiLM, BiLMConfig
-from .budget import allocation_budget
+from .budget import build_within_budget
 from .model_dir import (
     CONFIG_NAME,
     PathLike,
@@ -46,8 +46,11 @@ def save_bilm(
 
 def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
     config = read_model_config(path, KIND)
-    with allocation_budget(weight_files(path), str(Path(path) / CONFIG_NAME)):
-        bilm = BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful)
+    bilm = build_within_budget(
+        lambda: BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful),
+        weight_files(path),
+        str(Path(path) / CONFIG_NAME),
+    )
     tensors = load_tensors(path)
     state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
     load_matching_state(bilm, state, str(path))

@@ -19,7 +19,7 @@ from ..errors import ContextualError
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.chars import N_CHARACTERS
 from ..types import PathLike
-from .budget import allocation_budget
+from .budget import build_within_budget
 from .hdf5_contained import check_self_contained
 from .model_config import BILM, MAX_WIDTH, validate_section
 
@@ -103,8 +103,7 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool =
                 f"char_embed of {path} has {rows:,} rows; ELMo character ids need 261 to {MAX_WIDTH - 1:,}"
             )
         config.n_characters = rows + 1
-        with allocation_budget([path], str(options_file)):
-            bilm = BiLM(config, stateful=stateful)
+        bilm = build_within_budget(lambda: BiLM(config, stateful=stateful), [path], str(options_file))
         encoder = bilm.token_encoder
         char_embed = _dataset(weights, "char_embed", (rows, E), path)
         encoder.char_embedding.weight.zero_()

@@ -25,7 +25,7 @@ from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from ..models.seq2seq import Seq2SeqConfig, Translator
 from ..types import PathLike
-from .budget import allocation_budget
+from .budget import build_within_budget
 from .model_config import PRECISIONS, integer
 from .model_dir import (
     CONFIG_NAME,
@@ -96,8 +96,7 @@ def load_translator(path: PathLike) -> tuple[Translator, list[str], list[str]]:
         config = Seq2SeqConfig.from_dict(read_model_config(path, MT_KIND)["model"])
     except ValueError as error:
         raise ModelDirError(f"{source}: {error}") from None
-    with allocation_budget(weight_files(path), str(source)):
-        model = Translator(config)
+    model = build_within_budget(lambda: Translator(config), weight_files(path), str(source))
     load_matching_state(model, _load_weights(path), str(path), not_stored=frozenset(_tied_keys(config)))
     vocab, target_vocab = load_vocab(path), load_vocab(path, TARGET_VOCAB_NAME)
     _check_vocab_size(vocab, config.source_vocab_size, Path(path) / "vocab.txt", "English source")
@@ -159,8 +158,11 @@ def load_cove_layers(path: PathLike) -> CoveLayers:
     vocab = load_vocab(path)
     if vocab is None:
         raise ModelDirError(f"{Path(path) / 'vocab.txt'} is missing: a cove-encoder directory needs its vocabulary")
-    with allocation_budget(weight_files(path), str(Path(path) / CONFIG_NAME)):
-        encoder = MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"])
+    encoder = build_within_budget(
+        lambda: MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"]),
+        weight_files(path),
+        str(Path(path) / CONFIG_NAME),
+    )
     expected = {f"encoder.{k}": tuple(v.shape) for k, v in encoder.published_state_dict().items()}
     check_state(expected | {"source_vectors": (len(vocab), config["input_dim"])}, tensors, str(path))
     encoder.load_published_state_dict({k[len("encoder.") :]: v for k, v in tensors.items() if k.startswith("encoder.")})
