@@ -5,9 +5,22 @@ a file that is missing, unreadable or not writable; a bad parameter value) are p
 ``error: <message>`` on stderr with exit code 1, from whichever command or module raised them.
 ``--debug`` (or ``SPACY_CONTEXTUAL_DEBUG=1``) shows their traceback instead. Anything else is a bug
 and keeps its traceback. Warnings are printed as one line ``warning: <message>`` the same way.
+
+SIGINT and SIGTERM stop any command with one line, ``interrupted`` (or ``interrupted; <how to resume>``
+for a command that can continue where it stopped) and exit code 128 + the signal number (130, 143);
+the interrupted code's cleanup (temporary files) runs on the way out. A second signal while the first
+one unwinds ends the process at once. A command that can be resumed says how with
+``say_on_interrupt(ctx, hint)``, where ``hint`` may be a function asked at the moment of the signal
+(e.g. whether a checkpoint exists yet). Under torchrun only rank 0 prints the line.
 """
 
+import contextlib
+import os
+import signal
+import sys
+import threading
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import typer
@@ -18,6 +31,55 @@ from ..errors import ContextualError
 DEBUG_ENV = "SPACY_CONTEXTUAL_DEBUG"
 EXPECTED_ERRORS = (ContextualError, OSError, typer.BadParameter)
 PRECISION_HELP = "fp32 (exact), bf16 (fast only on CPUs with AVX-512 BF16 or AMX), or fp16 (CUDA only)"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RESUME_HINT = "spacy_contextual.resume_hint"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived; raised where the command was, so its cleanup runs on the way out."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, frame) -> None:
+    for stop_signal in STOP_SIGNALS:  # a second signal while this one unwinds ends the process
+        signal.signal(stop_signal, signal.SIG_DFL)
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``Interrupted`` while the block runs (main thread only; others keep theirs)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {stop_signal: signal.signal(stop_signal, _raise_interrupted) for stop_signal in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for stop_signal, handler in previous.items():
+            signal.signal(stop_signal, handler)
+
+
+def end_progress_bars() -> None:
+    """Close the open tqdm bars, so that they end their line before the one line is printed."""
+    progress = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(progress, "tqdm", None), "_instances", ())):
+        bar.close()
+
+
+def say_on_interrupt(ctx: typer.Context, hint: str | Callable[[], str | None]) -> None:
+    """What the one line after ``interrupted;`` tells the user, e.g. "run the same command to resume"
+    (a function is asked when the signal arrives; it returns None where there is nothing to resume)."""
+    ctx.meta[RESUME_HINT] = hint
+
+
+def interrupted_message(ctx: typer.Context) -> str:
+    hint = ctx.meta.get(RESUME_HINT)
+    hint = hint() if callable(hint) else hint
+    return f"interrupted; {hint}" if hint else "interrupted"
 
 
 def one_line(error: BaseException) -> str:
@@ -28,11 +90,13 @@ def one_line(error: BaseException) -> str:
 
 
 class CommandGroup(TyperGroup):
-    """Runs a command and turns its expected errors into one line on stderr and exit code 1."""
+    """Runs a command and turns its expected errors into one line on stderr and exit code 1, and SIGINT /
+    SIGTERM into one line and exit code 130 / 143."""
 
     def invoke(self, ctx: typer.Context):
         try:
-            return super().invoke(ctx)
+            with stop_signals_interrupt():
+                return super().invoke(ctx)
         except BrokenPipeError:  # the reader of our output went away: typer's own handling
             raise
         except EXPECTED_ERRORS as error:
@@ -40,6 +104,11 @@ class CommandGroup(TyperGroup):
                 raise
             typer.echo(f"error: {one_line(error)}", err=True)
             raise typer.Exit(1) from None
+        except KeyboardInterrupt as interrupt:  # not a bug: one line, with or without --debug
+            end_progress_bars()
+            if os.environ.get("RANK", "0") == "0":
+                typer.echo(interrupted_message(ctx), err=True)
+            raise typer.Exit(128 + getattr(interrupt, "signum", signal.SIGINT)) from None
 
 
 app = typer.Typer(

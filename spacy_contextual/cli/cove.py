@@ -60,10 +60,19 @@ def train_cove_command(
     from confection import Config
     from spacy.cli._util import parse_config_overrides
 
+    from ..formats.atomic import check_output_dir
+    from ..training.checkpoint import check_checkpoint_files, has_checkpoint
+    from ..training.config import MT_RANGES, check_ranges
     from ..training.mt import train_mt
+    from .train import say_how_to_resume
 
     overrides = parse_config_overrides(ctx.args)
     config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
+    check_ranges(config, MT_RANGES, str(config_path))
+    check_output_dir(output)
+    if resume and has_checkpoint(output / "last"):
+        check_checkpoint_files(output / "last")
+    say_how_to_resume(ctx, output / "last")
     state = train_mt(dict(config), output, resume=resume, overwrite=overwrite)
     typer.echo(json.dumps(state["history"][-1] if state["history"] else {}, indent=1))
 

@@ -2,8 +2,8 @@
 
 Every model directory that ``save_model_dir`` writes has its ``manifest.json``; this command adds one
 to a directory written before manifests existed (or assembled by hand), once its files are trusted.
-The bundled models' manifests were written with it: ``spacy-contextual write-manifest
-spacy_contextual/assets/elmo`` (and ``.../cove``).
+The bundled models' manifests were written with it: ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1
+spacy-contextual write-manifest spacy_contextual/assets/elmo`` (and ``.../cove``).
 """
 
 from __future__ import annotations

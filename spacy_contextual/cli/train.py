@@ -7,11 +7,33 @@ from pathlib import Path
 
 import typer
 
-from ._app import PRECISION_HELP, app
+from ._app import PRECISION_HELP, app, say_on_interrupt
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 OVERWRITE_HELP = "Delete an earlier run's checkpoint in the output directory and train from the start"
+
+
+def _check_outputs(ctx: typer.Context, config) -> None:
+    """Before any work: the output folders can be written (not a file or device, not inside the package's
+    bundled models)."""
+    from ..formats.atomic import check_output_dir
+
+    for folder in (config.training.output_dir, config.training.export_dir):
+        if folder:
+            check_output_dir(folder)
+    say_how_to_resume(ctx, Path(config.training.output_dir) / "checkpoint")
+
+
+def say_how_to_resume(ctx: typer.Context, checkpoint: Path) -> None:
+    """An interrupted run says how to resume, once its first checkpoint exists (before that, a rerun
+    starts from the beginning anyway)."""
+    from ..training.checkpoint import has_checkpoint
+
+    say_on_interrupt(ctx, lambda: RESUME_HINT if has_checkpoint(checkpoint) else None)
+
+
+RESUME_HINT = "run the same command with --resume to resume"
 
 
 def _print_perplexity(label: str, scores: dict) -> None:
@@ -35,6 +57,7 @@ def pretrain_command(
     from ..training.trainer import pretrain, process_rank
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
+    _check_outputs(ctx, config)
     summary = pretrain(config, resume=resume, log=typer.echo, overwrite=overwrite)
     if process_rank() == 0:
         typer.echo(json.dumps(summary, indent=2))
@@ -65,6 +88,7 @@ def finetune_command(
     from ..training.finetune import finetune
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
+    _check_outputs(ctx, config)
     source = resolve_model_dir("elmo") if is_default(model) else Path(model)
     if not source.exists() and find_entry(model) is not None:  # a catalog name: its fetched directory
         source = resolve_model_dir("elmo", model)

@@ -8,6 +8,11 @@ leaves ``.old`` and ``.tmp``, both complete, and the readers say so. A failure i
 removes the temporary directory and leaves ``path`` as it was.
 
 ``atomic_file(path)`` does the same for one file: write ``<path>.tmp``, fsync, rename over ``path``.
+
+Every failure (an exception, a full disk, a signal) removes the temporary. A ``path`` that is a
+symlink keeps its link: the new version is written where it points. A device or other special file
+is never replaced. Nothing is written inside the package's own ``assets/`` (the bundled models)
+unless the environment variable ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1`` asks for it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from pathlib import Path
 
 from ..errors import ContextualError
 from ..types import PathLike
+from .bundled import ASSETS
+
+ALLOW_PACKAGE_WRITE_ENV = "SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE"
 
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 _LIBC = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
@@ -76,13 +84,39 @@ def replace_directory(new: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def output_target(path: PathLike) -> Path:
+    """Where writing ``path`` lands (a symlink followed, so the link is kept), once it is known not to
+    be inside the package's assets (without ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1``)."""
+    target = Path(os.path.realpath(path))
+    if target.is_relative_to(ASSETS.resolve()) and os.environ.get(ALLOW_PACKAGE_WRITE_ENV) != "1":
+        raise ContextualError(
+            f"{path} is inside the installed package's bundled models ({ASSETS}); write somewhere else, or set "
+            f"{ALLOW_PACKAGE_WRITE_ENV}=1 to replace them on purpose"
+        )
+    return target
+
+
+def check_output_dir(path: PathLike) -> Path:
+    """Fail now if ``path`` cannot become an output folder: a file or device is there, or it is inside the
+    package's bundled models (``output_target``)."""
+    target = output_target(path)
+    if target.exists() and not target.is_dir():
+        kind = "a file" if target.is_file() else "a device or special file"
+        raise ContextualError(f"{path} is {kind}, not a directory; give a directory to write to")
+    return target
+
+
+def check_not_special(target: Path) -> None:
+    """A device, FIFO or socket at ``target`` is never replaced by a file."""
+    if target.exists() and not target.is_file() and not target.is_dir():
+        raise ContextualError(f"cannot write {target}: it is a device or special file, not a regular file")
+
+
 @contextmanager
 def atomic_directory(path: PathLike, may_replace=None) -> Iterator[Path]:
     """Write a directory through a temporary one; ``may_replace(existing)`` says whether an existing
     ``path`` may be replaced (default: only an empty directory), so user files are never deleted."""
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise ContextualError(f"{target} exists and is not a directory; give a directory to write to")
+    target = check_output_dir(path)
     if target.is_dir() and any(target.iterdir()) and not (may_replace and may_replace(target)):
         raise ContextualError(
             f"{target} already holds other files; give a new or empty directory (it is replaced as a whole)"
@@ -94,24 +128,25 @@ def atomic_directory(path: PathLike, may_replace=None) -> Iterator[Path]:
     try:
         yield tmp
         fsync_tree(tmp)
+        replace_directory(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    replace_directory(tmp, target)
 
 
 @contextmanager
 def atomic_file(path: PathLike) -> Iterator[Path]:
     """Yields ``<path>.tmp`` to write; on success it is fsynced and renamed over ``path``."""
-    target = Path(path)
+    target = output_target(path)
+    check_not_special(target)
     tmp = sibling(target, ".tmp")
     try:
         yield tmp
         fsync_file(tmp)
+        os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    os.replace(tmp, target)
     fsync_directory(target.parent)
 
 
@@ -122,6 +157,8 @@ def check_can_write(path: PathLike) -> Path:
     folder = target.parent
     if target.is_dir():
         raise IsADirectoryError(f"cannot write {target}: it is a directory; give a file name")
+    check_not_special(target)
+    output_target(target)
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist; create it first")
     try:

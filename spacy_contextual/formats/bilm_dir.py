@@ -20,8 +20,10 @@ import torch
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.manylangs_ids import CHAR_SPECIALS, WORD_SPECIALS
+from .budget import build_within_budget
 from .manylangs import CHARS_NAME, WORDS_NAME, check_architecture, read_dictionary
 from .model_dir import (
+    CONFIG_NAME,
     PathLike,
     load_matching_state,
     load_tensors,
@@ -29,6 +31,7 @@ from .model_dir import (
     read_config_file,
     read_model_config,
     save_model_dir,
+    weight_files,
 )
 
 KIND, MANYLANGS_KIND = "elmo-bilm", "elmo-manylangs"
@@ -64,7 +67,11 @@ def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
     if isinstance(stored, dict) and stored.get("kind") == MANYLANGS_KIND:
         return load_manylangs_bilm(path, stateful)
     config = read_model_config(path, KIND)
-    bilm = BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful)
+    bilm = build_within_budget(
+        lambda: BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful),
+        weight_files(path),
+        str(Path(path) / CONFIG_NAME),
+    )
     tensors = load_tensors(path)
     state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
     load_matching_state(bilm, state, str(path))
@@ -82,9 +89,13 @@ def load_softmax(path: PathLike) -> tuple[dict[str, torch.Tensor] | None, list[s
 def load_manylangs_bilm(path: PathLike, stateful: bool = False) -> ManyLangsBiLM:
     directory = Path(path)
     architecture = read_model_config(directory, MANYLANGS_KIND)["manylangs"]
-    check_architecture(architecture, str(directory / "config.json"))
+    check_architecture(architecture, str(directory / CONFIG_NAME))
     words = read_dictionary(directory / WORDS_NAME, WORD_SPECIALS) if architecture["word_dim"] else None
     chars = read_dictionary(directory / CHARS_NAME, CHAR_SPECIALS) if architecture["char_dim"] else None
-    bilm = ManyLangsBiLM(ManyLangsConfig(**architecture, words=words, chars=chars), stateful=stateful)
+    bilm = build_within_budget(
+        lambda: ManyLangsBiLM(ManyLangsConfig(**architecture, words=words, chars=chars), stateful=stateful),
+        weight_files(directory),
+        str(directory / CONFIG_NAME),
+    )
     load_matching_state(bilm, load_tensors(directory), str(directory))
     return bilm

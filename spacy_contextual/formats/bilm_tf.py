@@ -20,6 +20,9 @@ from ..models.bilm import BiLM, BiLMConfig
 from ..models.char_cnn import CharCNN
 from ..models.chars import N_CHARACTERS
 from ..types import PathLike
+from .budget import build_within_budget
+from .hdf5_contained import check_self_contained
+from .model_config import BILM, MAX_WIDTH, validate_section
 
 
 class WeightFileError(ContextualError):
@@ -34,7 +37,12 @@ def read_options(options_file: PathLike) -> BiLMConfig:
         options = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise WeightFileError(f"{path} is not valid JSON ({err}); pass the bilm-tf options.json") from None
-    return BiLMConfig.from_options(options)
+    try:
+        config = BiLMConfig.from_options(options)
+    except (ValueError, TypeError, AttributeError) as err:
+        raise WeightFileError(f"{path}: {err}") from None
+    validate_section(config.to_dict(), BILM, str(path))
+    return config
 
 
 def _lstm_prefix(direction: int, layer: int) -> str:
@@ -45,11 +53,17 @@ def _open_hdf5(path: Path) -> h5py.File:
     if not path.is_file():
         raise FileNotFoundError(f"ELMo weight file not found: {path}")
     try:
-        return h5py.File(path, "r")
+        weights = h5py.File(path, "r")
     except OSError as err:
         raise WeightFileError(
             f"{path} is not a readable HDF5 file ({err}); it may be truncated or not a bilm-tf weights.hdf5"
         ) from None
+    try:
+        check_self_contained(weights, path)
+    except BaseException:
+        weights.close()
+        raise
+    return weights
 
 
 def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path) -> np.ndarray:
@@ -58,15 +72,16 @@ def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path) 
             f"{path} has no dataset {name!r}, which the options require; check that options.json belongs "
             "to this weight file"
         )
+    stored_shape = weights[name].shape
+    if stored_shape != shape:  # before reading: the read allocates what the file declares
+        raise WeightFileError(
+            f"dataset {name!r} of {path} has shape {stored_shape} but the options imply {shape}; "
+            "check that options.json belongs to this weight file"
+        )
     try:
         array = np.asarray(weights[name][...], dtype=np.float32)
     except OSError as err:
         raise WeightFileError(f"cannot read dataset {name!r} of {path} ({err}); the file may be truncated") from None
-    if array.shape != shape:
-        raise WeightFileError(
-            f"dataset {name!r} of {path} has shape {array.shape} but the options imply {shape}; "
-            "check that options.json belongs to this weight file"
-        )
     if not np.isfinite(array).all():
         raise WeightFileError(
             f"dataset {name!r} of {path} holds {int((~np.isfinite(array)).sum()):,} NaN or infinite values of "
@@ -76,17 +91,20 @@ def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path) 
 
 
 def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool = False) -> BiLM:
-    """Build a :class:`BiLM` from bilm-tf files, validating every dataset's presence and shape."""
+    """Build a :class:`BiLM` from bilm-tf files, validating every dataset's presence and shape; the
+    options may only describe a model as large as the weight file justifies (``budget.py``)."""
     config = read_options(options_file)
     path = Path(weight_file)
     E, P, D, F = config.char_embedding_dim, config.projection_dim, config.lstm_dim, config.n_filters
     with _open_hdf5(path) as weights, torch.no_grad():
         # Like AllenNLP, the table size comes from the file (261 rows + our zero padding row).
         rows = weights["char_embed"].shape[0] if "char_embed" in weights else N_CHARACTERS - 1
-        if rows < N_CHARACTERS - 1:
-            raise WeightFileError(f"char_embed of {path} has {rows} rows; ELMo character ids need at least 261")
+        if not N_CHARACTERS - 1 <= rows < MAX_WIDTH:
+            raise WeightFileError(
+                f"char_embed of {path} has {rows:,} rows; ELMo character ids need 261 to {MAX_WIDTH - 1:,}"
+            )
         config.n_characters = rows + 1
-        bilm = BiLM(config, stateful=stateful)
+        bilm = build_within_budget(lambda: BiLM(config, stateful=stateful), [path], str(options_file))
         encoder = bilm.token_encoder
         char_embed = _dataset(weights, "char_embed", (rows, E), path)
         encoder.char_embedding.weight.zero_()

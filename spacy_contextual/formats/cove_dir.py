@@ -25,8 +25,10 @@ from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from ..models.seq2seq import Seq2SeqConfig, Translator
 from ..types import PathLike
+from .budget import build_within_budget
 from .model_config import PRECISIONS, integer
 from .model_dir import (
+    CONFIG_NAME,
     TARGET_VOCAB_NAME,
     check_state,
     load_matching_state,
@@ -35,6 +37,7 @@ from .model_dir import (
     read_config_file,
     read_model_config,
     save_model_dir,
+    weight_files,
 )
 
 MT_KIND, ENCODER_KIND = "cove-mt", "cove-encoder"
@@ -93,7 +96,7 @@ def load_translator(path: PathLike) -> tuple[Translator, list[str], list[str]]:
         config = Seq2SeqConfig.from_dict(read_model_config(path, MT_KIND)["model"])
     except ValueError as error:
         raise ModelDirError(f"{source}: {error}") from None
-    model = Translator(config)
+    model = build_within_budget(lambda: Translator(config), weight_files(path), str(source))
     load_matching_state(model, _load_weights(path), str(path), not_stored=frozenset(_tied_keys(config)))
     vocab, target_vocab = load_vocab(path), load_vocab(path, TARGET_VOCAB_NAME)
     _check_vocab_size(vocab, config.source_vocab_size, Path(path) / "vocab.txt", "English source")
@@ -155,7 +158,11 @@ def load_cove_layers(path: PathLike) -> CoveLayers:
     vocab = load_vocab(path)
     if vocab is None:
         raise ModelDirError(f"{Path(path) / 'vocab.txt'} is missing: a cove-encoder directory needs its vocabulary")
-    encoder = MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"])
+    encoder = build_within_budget(
+        lambda: MTLSTM(config["input_dim"], config["hidden_dim"], config["num_layers"]),
+        weight_files(path),
+        str(Path(path) / CONFIG_NAME),
+    )
     expected = {f"encoder.{k}": tuple(v.shape) for k, v in encoder.published_state_dict().items()}
     check_state(expected | {"source_vectors": (len(vocab), config["input_dim"])}, tensors, str(path))
     encoder.load_published_state_dict({k[len("encoder.") :]: v for k, v in tensors.items() if k.startswith("encoder.")})

@@ -1,14 +1,16 @@
 """The published CoVe encoder ``wmtlstm-*.pth`` (salesforce/cove), from a local path, over GloVe.
 
 A plain ``nn.LSTM(300, 300, num_layers=2, bidirectional=True)`` state dict: 16 tensors, no key
-prefix. Loaded with ``torch.load(weights_only=True)`` (no arbitrary unpickling); every key and shape
-is checked and a mismatch names the key, the expected and the found shape. The file holds only the
-MT-LSTM; its input vectors come from the user's GloVe text file (glove.840B.300d, looked up
-lowercased: the first, most frequent, row of each lowercased form wins).
+prefix. Loaded with ``torch.load(weights_only=True)`` (no arbitrary unpickling), memory-mapped where
+the file is in the zip format (so its tensors can be no larger than the file); every key and shape
+is checked, before anything is copied, and a mismatch names the key, the expected and the found
+shape. The file holds only the MT-LSTM; its input vectors come from the user's GloVe text file
+(glove.840B.300d, looked up lowercased: the first, most frequent, row of each lowercased form wins).
 """
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,7 +83,7 @@ def load_cove_pth(path: PathLike) -> MTLSTM:
             "wmtlstm-8f474287.pth"
         )
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     except Exception as error:  # torch raises several types for non-checkpoint or unsafe files
         raise CovePthError(f"{path} could not be read as a weights-only PyTorch file: {error}") from error
     state = validate_cove_state_dict(state, str(path))

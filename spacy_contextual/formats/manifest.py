@@ -2,17 +2,19 @@
 of every file the loaders read (config.json, the weights, the vocabularies).
 
 Loading checks every listed file against it, so a flipped byte anywhere, a truncated copy or a
-missing shard is refused with the name of the file, before any weight is used.
+missing shard is refused with the name of the file, before any weight is used. Every name is
+confined to the directory: a relative path without ``..`` that, symlinks followed, stays inside it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from ..errors import ModelDirError
+from ..errors import ModelDirError, quoted
 from ..types import PathLike
+from .atomic import atomic_file
 
 MANIFEST_NAME = "manifest.json"
 ALGORITHM = "sha256"
@@ -27,14 +29,35 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def confined(directory: Path, name: object, source: Path) -> Path:
+    """``directory / name`` if ``name`` is a relative path inside ``directory`` (symlinks followed);
+    ``source`` names the file that named it."""
+    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
+    path = directory / name if parts else directory
+    if not parts or PurePosixPath(name).is_absolute() or ".." in parts or "\\" in name:
+        raise ModelDirError(
+            f"{source} names {quoted(name)}, which is not a file inside {directory}; the manifest is damaged or "
+            "hostile: copy the model directory again"
+        )
+    if not path.resolve().is_relative_to(directory.resolve()):
+        raise ModelDirError(
+            f"{path} is a link to {path.resolve()}, outside {directory}; a model directory holds its own files: "
+            "replace the link with a copy of the file"
+        )
+    return path
+
+
 def write_manifest(directory: PathLike, names: list[str]) -> Path:
     """Record the size and digest of ``names`` (files inside ``directory``) in its manifest.json."""
     directory = Path(directory)
+    for name in names:
+        confined(directory, name, directory)
     files = {
         name: {"bytes": (directory / name).stat().st_size, ALGORITHM: file_digest(directory / name)} for name in names
     }
     path = directory / MANIFEST_NAME
-    path.write_text(json.dumps({"algorithm": ALGORITHM, "files": files}, indent=1) + "\n", encoding="utf-8")
+    with atomic_file(path) as tmp:
+        tmp.write_text(json.dumps({"algorithm": ALGORITHM, "files": files}, indent=1) + "\n", encoding="utf-8")
     return path
 
 
@@ -69,7 +92,7 @@ def verify_manifest(directory: PathLike, required: list[str]) -> None:
             "after it was saved; copy the model directory again"
         )
     for name, entry in files.items():
-        path = directory / name
+        path = confined(directory, name, directory / MANIFEST_NAME)
         if not path.is_file():
             raise ModelDirError(f"{path} is missing (listed in {MANIFEST_NAME}); copy the whole model directory")
         size = path.stat().st_size

@@ -2,7 +2,9 @@
 
     {"kind": K, "format_version": 1, <the keys of kind K>}
 
-Every key is required and has a type and a range; unknown keys are refused; nothing is filled in
+Every key is required and has a type and a range (sizes have sane upper limits: ``MAX_WIDTH`` units,
+``MAX_LAYERS`` layers, ``MAX_VOCAB`` words; the loaders also check them against the weight files,
+``budget.py``); unknown keys are refused; nothing is filled in
 with a default, so no two readers can disagree about a missing value. ``info`` (where a kind has it)
 is free-form metadata (perplexities, training steps) and is not interpreted, except for the keys
 that the readers of that metadata check themselves. The biLM section is also what a saved spaCy
@@ -15,11 +17,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..errors import ModelDirError
-from ..models.chars import N_CHARACTERS
+from ..models.chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS
 from ..models.seq2seq import ATTENTION_FORMS
 
 FORMAT_VERSIONS = (1,)
 PRECISIONS = ("float32", "float16", "int8")
+MAX_WIDTH, MAX_LAYERS, MAX_VOCAB = 2**16, 64, 2**24
 
 
 class Rule(NamedTuple):
@@ -27,8 +30,11 @@ class Rule(NamedTuple):
     test: Callable[[Any], bool]
 
 
-def integer(minimum: int) -> Rule:
-    return Rule(f"an integer >= {minimum}", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum)
+def integer(minimum: int, maximum: int | None = None) -> Rule:
+    return Rule(
+        f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum:_}"),
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and minimum <= v <= (maximum or v),
+    )
 
 
 def number(minimum: float, maximum: float) -> Rule:
@@ -52,23 +58,30 @@ def one_of(*options: Any) -> Rule:
 BOOLEAN = Rule("true or false", lambda v: isinstance(v, bool))
 OBJECT = Rule("a JSON object", lambda v: isinstance(v, dict))
 FILTERS = Rule(
-    "a non-empty list of [width, count] pairs of integers >= 1",
+    f"a list of 1 to {MAX_LAYERS} [width, count] pairs (width in [1, {MAX_CHARACTERS_PER_TOKEN}], count in "
+    f"[1, {MAX_WIDTH:_}])",
     lambda v: (
         isinstance(v, list)
-        and len(v) > 0
-        and all(isinstance(p, list) and len(p) == 2 and all(integer(1).test(x) for x in p) for p in v)
+        and 0 < len(v) <= MAX_LAYERS
+        and all(
+            isinstance(p, list)
+            and len(p) == 2
+            and integer(1, MAX_CHARACTERS_PER_TOKEN).test(p[0])
+            and integer(1, MAX_WIDTH).test(p[1])
+            for p in v
+        )
     ),
 )
 
 BILM = {  # models/bilm.py: BiLMConfig
-    "char_embedding_dim": integer(1),
+    "char_embedding_dim": integer(1, MAX_WIDTH),
     "filters": FILTERS,
-    "n_highway": integer(0),
+    "n_highway": integer(0, MAX_LAYERS),
     "activation": one_of("relu", "tanh"),
-    "n_characters": integer(N_CHARACTERS),
-    "lstm_dim": integer(1),
-    "projection_dim": integer(1),
-    "n_layers": integer(1),
+    "n_characters": integer(N_CHARACTERS, MAX_WIDTH),
+    "lstm_dim": integer(1, MAX_WIDTH),
+    "projection_dim": integer(1, MAX_WIDTH),
+    "n_layers": integer(1, MAX_LAYERS),
     "cell_clip": positive_or_null(),
     "proj_clip": positive_or_null(),
     "use_skip_connections": BOOLEAN,
@@ -87,29 +100,29 @@ MANYLANGS = {  # models/manylangs_bilm.py: ManyLangsConfig less its dictionaries
     "max_characters_per_token": integer(3),  # a boundary token's ids: <eow>, <bos> or <eos>, <bow>
 }
 SEQ2SEQ = {  # models/seq2seq.py: Seq2SeqConfig
-    "source_vocab_size": integer(1),
-    "target_vocab_size": integer(1),
-    "embedding_dim": integer(1),
-    "encoder_hidden": integer(1),
-    "encoder_layers": integer(1),
-    "target_embedding_dim": integer(1),
-    "decoder_hidden": integer(1),
-    "decoder_layers": integer(1),
+    "source_vocab_size": integer(1, MAX_VOCAB),
+    "target_vocab_size": integer(1, MAX_VOCAB),
+    "embedding_dim": integer(1, MAX_WIDTH),
+    "encoder_hidden": integer(1, MAX_WIDTH),
+    "encoder_layers": integer(1, MAX_LAYERS),
+    "target_embedding_dim": integer(1, MAX_WIDTH),
+    "decoder_hidden": integer(1, MAX_WIDTH),
+    "decoder_layers": integer(1, MAX_LAYERS),
     "attention_form": one_of(*ATTENTION_FORMS),
     "tie_embeddings": BOOLEAN,
     "dropout": number(0.0, 1.0),
-    "pad_id": integer(0),
-    "bos_id": integer(0),
-    "eos_id": integer(0),
+    "pad_id": integer(0, MAX_VOCAB),
+    "bos_id": integer(0, MAX_VOCAB),
+    "eos_id": integer(0, MAX_VOCAB),
 }
 SCHEMAS = {
     "elmo-bilm": {"bilm": BILM, "info": OBJECT},
     "elmo-manylangs": {"manylangs": MANYLANGS, "info": OBJECT},
     "cove-mt": {"model": SEQ2SEQ, "precision": one_of(*PRECISIONS), "info": OBJECT},
     "cove-encoder": {
-        "input_dim": integer(1),
-        "hidden_dim": integer(1),
-        "num_layers": integer(1),
+        "input_dim": integer(1, MAX_WIDTH),
+        "hidden_dim": integer(1, MAX_WIDTH),
+        "num_layers": integer(1, MAX_LAYERS),
         "precision": one_of(*PRECISIONS),
     },
 }

@@ -14,6 +14,7 @@ whole through a temporary one (``atomic.py``): a kill leaves the previous versio
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -94,14 +95,28 @@ def save_model_dir(
 
 
 def keep_other_files(existing: Path, out: Path) -> None:
-    """Copy what ``existing`` holds besides model files (notes, a training config) into ``out``."""
+    """Carry what ``existing`` holds besides model files (notes, a training config) into ``out``: files as
+    hard links (no bytes copied), symlinks as symlinks (never the whole folder a link points to)."""
     if not existing.is_dir():
         return
     managed = {CONFIG_NAME, MANIFEST_NAME, *WORD_LISTS}
     for entry in existing.iterdir():
         if entry.name in managed or entry.match(SHARD_PATTERN) or entry.name == WEIGHTS_NAME:
             continue
-        (shutil.copytree if entry.is_dir() else shutil.copy2)(entry, out / entry.name)
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, out / entry.name, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(entry, out / entry.name)
+
+
+def _link_or_copy(source: PathLike, target: PathLike) -> None:
+    if os.path.islink(source):
+        os.symlink(os.readlink(source), target)
+        return
+    try:
+        os.link(source, target)
+    except OSError:  # a filesystem without hard links
+        shutil.copy2(source, target)
 
 
 def model_shard_name(index: int, count: int) -> str:

@@ -9,7 +9,9 @@
 It is written whole through ``<dir>.tmp``, fsynced, and put in place of ``<dir>`` in one step
 (``formats/atomic.py``), so a run killed while writing leaves the previous checkpoint intact. A new
 run refuses to start over an earlier run's checkpoint (``prepare_checkpoint_dir``) unless told to
-``--resume`` it or to ``--overwrite`` it.
+``--resume`` it or to ``--overwrite`` it. ``--resume`` refuses a damaged, truncated or NaN checkpoint
+in one line naming the file (the model directory is checked against its manifest; the state and the
+optimizer tensors are parsed and checked for NaN / infinity) before any training step.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..errors import ContextualError
 from ..formats.atomic import atomic_directory, sibling
+from ..formats.model_dir import check_finite
 from ..types import PathLike
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
@@ -103,11 +107,16 @@ def prepare_checkpoint_dir(directory: PathLike, resume: bool, overwrite: bool) -
         shutil.rmtree(path)
 
 
+def has_checkpoint(directory: PathLike) -> bool:
+    """A checkpoint that ``--resume`` can continue is at ``directory`` (or its ``.old``)."""
+    return any(is_checkpoint(candidate) for candidate in (Path(directory), sibling(Path(directory), ".old")))
+
+
 def find_checkpoint(directory: PathLike) -> Path:
     """The checkpoint at ``directory`` (or the ``.old`` one a kill during renaming left behind)."""
     directory = Path(directory)
-    for candidate in (directory, directory.with_name(directory.name + ".old")):
-        if (candidate / STATE_NAME).is_file():
+    for candidate in (directory, sibling(directory, ".old")):
+        if is_checkpoint(candidate):
             return candidate
     raise FileNotFoundError(
         f"no complete checkpoint in {directory} to resume; start the run again with --overwrite (without --resume)"
@@ -121,8 +130,8 @@ def load_checkpoint(
     generator, rank -> state)."""
     directory = find_checkpoint(directory)
     lm, _ = load_language_model(directory / "model")
-    state = json.loads((directory / STATE_NAME).read_text(encoding="utf-8"))
-    tensors = load_file(str(directory / OPTIMIZER_NAME))
+    state = read_trainer_state(directory / STATE_NAME)
+    tensors = read_optimizer_tensors(directory / OPTIMIZER_NAME)
     optimizer = optimizer_from_flat(tensors, state.pop("optimizer"))
     random_states: dict[str, dict[int, torch.Tensor]] = {}
     for key, value in tensors.items():
@@ -130,3 +139,61 @@ def load_checkpoint(
             generator, rank = key.rsplit(".", 1)
             random_states.setdefault(generator, {})[int(rank)] = value
     return lm, state, optimizer, random_states
+
+
+class CheckpointError(ContextualError):
+    """A checkpoint that cannot be resumed: damaged, truncated, or holding NaN."""
+
+
+def damaged(path: Path, problem: str) -> CheckpointError:
+    return CheckpointError(
+        f"{path} is damaged ({problem}); the checkpoint cannot be resumed: start the run again with --overwrite "
+        "(or restore the checkpoint directory from a copy)"
+    )
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A checkpoint's JSON file (trainer_state.json, optimizer.json): an object with an integer ``step``
+    where it is the trainer state."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise damaged(path, f"not valid JSON: {error}") from None
+    except FileNotFoundError:
+        raise damaged(path, "missing") from None
+    if not isinstance(state, dict) or (path.name == STATE_NAME and not isinstance(state.get("step"), int)):
+        raise damaged(path, "expected a JSON object" + (" with an integer 'step'" if path.name == STATE_NAME else ""))
+    return state
+
+
+def read_trainer_state(path: Path) -> dict[str, Any]:
+    """trainer_state.json of a biLM run: its step and the optimizer's non-tensor state."""
+    state = read_json_object(path)
+    optimizer = state.get("optimizer")
+    if not (
+        isinstance(optimizer, dict)
+        and isinstance(optimizer.get("param_groups"), list)
+        and isinstance(optimizer.get("scalars"), dict)
+    ):
+        raise damaged(path, "expected the optimizer state under 'optimizer'")
+    return state
+
+
+def read_optimizer_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """optimizer.safetensors, every tensor finite."""
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, FileNotFoundError) as error:
+        raise damaged(path, f"not a readable safetensors file: {error}") from None
+    check_finite(tensors, str(path))
+    return tensors
+
+
+def check_checkpoint_files(directory: PathLike) -> Path:
+    """Before a resume: the checkpoint's JSON files parse and its optimizer tensors are readable and finite
+    (its model directory is checked by the model loader, against its manifest). Returns the checkpoint."""
+    directory = find_checkpoint(directory)
+    for path in sorted(directory.glob("*.json")):
+        read_json_object(path)
+    read_optimizer_tensors(directory / OPTIMIZER_NAME)
+    return directory

@@ -1,6 +1,11 @@
 """Pretraining configuration: a JSON file with the sections ``model`` (:class:`BiLMConfig`),
 ``softmax`` (:class:`SoftmaxConfig`), ``data`` and ``training``, plus command-line overrides
 ``section.key=value`` (or ``--section.key value``); values are parsed as JSON where they parse.
+
+Every value is checked against its range (``RULES``) when the config is loaded, before any work:
+a batch of 2**62 tokens, 0 or negative steps, a NaN learning rate are refused in one line.
+``MT_RANGES`` does the same for the numbers of a CoVe MT config (``train-cove``; its keys are read by
+``mt.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ContextualError
+from ..formats.atomic import atomic_file
+from ..formats.model_config import (
+    BILM,
+    BOOLEAN,
+    MAX_LAYERS,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    Rule,
+    integer,
+    number,
+    one_of,
+    validate_section,
+)
 from ..models.bilm import BiLMConfig
 from ..types import PathLike
 from .lm import SoftmaxConfig
@@ -53,6 +71,100 @@ class TrainingConfig:
 
 
 SECTIONS = {"model": BiLMConfig, "softmax": SoftmaxConfig, "data": DataConfig, "training": TrainingConfig}
+MAX_STEPS, MAX_BATCH_TOKENS, MAX_MINUTES = 2**40, 2**24, 1e9
+
+
+def optional(rule: Rule) -> Rule:
+    return Rule(f"{rule.expects}, or null", lambda v: v is None or rule.test(v))
+
+
+TEXT = Rule("a string", lambda v: isinstance(v, str))
+MINUTES = number(0.0, MAX_MINUTES)
+RULES = {
+    "model": BILM,
+    "softmax": {
+        "cutoffs": Rule(
+            f"a list of increasing integers in [1, {MAX_VOCAB:_}]",
+            lambda v: (
+                isinstance(v, list)
+                and all(integer(1, MAX_VOCAB).test(c) for c in v)
+                and all(a < b for a, b in zip(v, v[1:], strict=False))
+            ),
+        ),
+        "div_value": number(1.0, 1e3),
+        "kind": one_of("adaptive", "sampled"),
+        "negatives": integer(1, MAX_VOCAB),
+    },
+    "data": {
+        "train": Rule("a list of file names", lambda v: isinstance(v, list) and all(isinstance(f, str) for f in v)),
+        "valid": optional(TEXT),
+        "vocab": optional(TEXT),
+        "min_count": integer(1, 2**31),
+        "batch_tokens": integer(1, MAX_BATCH_TOKENS),
+        "batching": one_of("sentences", "windows"),
+        "bptt_steps": integer(1, 2**16),
+        "chunk_sentences": integer(1, 2**24),
+        "valid_sentences": integer(1, 2**31),
+    },
+    "training": {
+        "output_dir": TEXT,
+        "seed": integer(0, 2**63 - 1),
+        "optimizer": one_of("adam", "adagrad"),
+        "lr": number(0.0, 1e3),
+        "warmup_steps": integer(0, MAX_STEPS),
+        "max_steps": integer(1, MAX_STEPS),
+        "max_minutes": optional(MINUTES),
+        "lr_decay_steps": optional(integer(1, MAX_STEPS)),
+        "lr_min": number(0.0, 1e3),
+        "dropout": number(0.0, 0.99),
+        "grad_clip": number(0.0, 1e9),
+        "checkpoint_minutes": MINUTES,
+        "validate_minutes": MINUTES,
+        "export_dir": optional(TEXT),
+        "export_dtype": one_of("float16", "bfloat16", "float32"),
+        "device": TEXT,
+        "mixed_precision": BOOLEAN,
+        "num_threads": optional(integer(1, 4096)),
+    },
+}
+
+
+MT_RANGES = {
+    "vocab": {
+        "input_std": number(0.0, 1e3),
+        "source_min_count": integer(1, 2**31),
+        "target_min_count": integer(1, 2**31),
+        "target_bpe_size": integer(1, MAX_VOCAB),
+    },
+    "model": {
+        "target_embedding_dim": integer(1, MAX_WIDTH),
+        "decoder_hidden": integer(1, MAX_WIDTH),
+        "decoder_layers": integer(1, MAX_LAYERS),
+        "dropout": number(0.0, 0.99),
+    },
+    "training": {
+        "seed": integer(0, 2**63 - 1),
+        "threads": integer(1, 4096),
+        "learning_rate": number(0.0, 1e3),
+        "adam_decay": number(0.0, 1.0),
+        "batch_size": integer(1, 2**20),
+        "grad_clip": number(0.0, 1e9),
+        "max_epochs": integer(1, 2**31),
+        "max_steps": integer(0, MAX_STEPS),
+        "max_train_pairs": integer(0, 2**40),
+        "eval_every_steps": integer(0, MAX_STEPS),
+        "checkpoint_every_steps": integer(0, MAX_STEPS),
+    },
+}
+
+
+def check_ranges(config: dict[str, Any], ranges: dict[str, dict[str, Rule]], source: str) -> None:
+    """Every value of ``config`` that ``ranges`` names is in its range (missing keys are the reader's)."""
+    for section, rules in ranges.items():
+        values = config.get(section) or {}
+        for key, rule in rules.items():
+            if key in values and not rule.test(values[key]):
+                raise ContextualError(f"{source}: {section}.{key} is {values[key]!r}; expected {rule.expects}")
 
 
 @dataclass
@@ -66,7 +178,8 @@ class PretrainConfig:
         return {name: asdict(getattr(self, name)) for name in SECTIONS}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PretrainConfig:
+    def from_dict(cls, data: dict[str, Any], source: str = "the config") -> PretrainConfig:
+        """The config of ``data`` (the sections, defaults filled in), every value checked (``RULES``)."""
         unknown = set(data) - set(SECTIONS)
         if unknown:
             raise ContextualError(f"unknown config sections {sorted(unknown)}; expected {list(SECTIONS)}")
@@ -78,6 +191,7 @@ class PretrainConfig:
             if bad:
                 raise ContextualError(f"unknown keys in [{name}]: {sorted(bad)}; known: {sorted(known)}")
             sections[name] = kind(**values)
+            validate_section(asdict(sections[name]), RULES[name], source, f"{name}.")
         return cls(**sections)
 
     @classmethod
@@ -89,10 +203,11 @@ class PretrainConfig:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise ContextualError(f"{path} is not valid JSON: {err}") from None
-        return cls.from_dict(apply_overrides(data, overrides))
+        return cls.from_dict(apply_overrides(data, overrides), str(path))
 
     def save(self, path: PathLike) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        with atomic_file(path) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
 
 
 def parse_overrides(args: Sequence[str]) -> list[str]:

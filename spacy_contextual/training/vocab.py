@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import ContextualError
+from ..formats.atomic import atomic_file
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..types import PathLike
 from .corpus import iter_sentences
@@ -58,7 +59,9 @@ class Vocabulary:
         return cls.from_counts(counts, min_count)
 
     def save(self, path: PathLike) -> None:
-        Path(path).write_text("\n".join(self.words) + "\n", encoding="utf-8")
+        """Written whole or not at all (a full disk or a kill never leaves a shorter vocabulary to resume with)."""
+        with atomic_file(path) as tmp:
+            tmp.write_text("\n".join(self.words) + "\n", encoding="utf-8")
 
     @classmethod
     def load(cls, path: PathLike) -> Vocabulary:

@@ -1,0 +1,64 @@
+"""A model's config can only make its loader allocate what the weight files justify.
+
+Modules are built from the sizes in ``config.json`` / ``options.json`` before any weight is read, so
+a config naming 100000 layers would otherwise allocate until the machine runs out.
+``build_within_budget(build, weight_files, source)`` first runs ``build()`` as a dry run: every
+tensor constructor makes a meta tensor (no memory) whose bytes are counted, and in-place
+initialisation of meta tensors is skipped. The running total may not exceed
+
+    budget = ALLOCATION_FACTOR * (bytes of the weight files on disk) + SLACK_BYTES
+
+(the factor covers float16 and int8 storage loaded as float32, and tied weights built once before
+they are tied); a config over the budget is refused in one line the moment the total passes it.
+Only then is ``build()`` run for real. The dry run draws no random numbers, so the real build is
+initialised exactly as without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ..errors import ModelDirError
+
+ALLOCATION_FACTOR = 8
+SLACK_BYTES = 1 << 20
+CONSTRUCTORS = frozenset({torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn})
+Built = TypeVar("Built")
+
+
+class _DryRun(TorchFunctionMode):
+    def __init__(self, limit: int, refusal: str):
+        super().__init__()
+        self.limit, self.spent, self.refusal = limit, 0, refusal
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in CONSTRUCTORS:
+            planned = func(*args, **{**kwargs, "device": "meta"})
+            self.spent += planned.numel() * planned.element_size()
+            if self.spent > self.limit:
+                raise ModelDirError(self.refusal)
+            return planned
+        name = getattr(func, "__name__", "")
+        first = next(iter([*args, *kwargs.values()]), None)
+        if name.endswith("_") and not name.startswith("__") and isinstance(first, torch.Tensor) and first.is_meta:
+            return first  # in-place initialisation (uniform_, normal_, zero_, ...) of a meta tensor: nothing to do
+        return func(*args, **kwargs)
+
+
+def build_within_budget(build: Callable[[], Built], weight_files: Iterable[Path], config_source: str) -> Built:
+    """``build()``, once a dry run has shown that it allocates no more than ``weight_files`` justify."""
+    files = list(weight_files)
+    limit = ALLOCATION_FACTOR * sum(file.stat().st_size for file in files) + SLACK_BYTES
+    refusal = (
+        f"{config_source} describes a model larger than its weights ({', '.join(map(str, files))}, {limit:,} bytes "
+        "at most as loaded): the config is damaged or belongs to another model"
+    )
+    with _DryRun(limit, refusal):
+        build()
+    return build()
