@@ -4,7 +4,7 @@ layout of ``allennlp elmo`` (datasets "0", "1", ... by line, plus ``sentence_to_
 One command line, three ways to run it: alone (one process); under torchrun (each rank embeds its
 share of the lines, rank 0 writes OUTPUT); or with ``--processes N``, which starts N ranks on this
 machine through torchrun's own launcher. A rerun after a kill continues where each rank stopped
-(``embedders/corpus.py``). Everything that can be checked cheaply (the options, INPUT's encoding,
+(``corpus/job.py``). Everything that can be checked cheaply (the options, INPUT's encoding,
 OUTPUT's folder) is checked before a model loads; torch and h5py load only when a command runs.
 """
 
@@ -151,7 +151,7 @@ def _run(job: EmbedJob, processes: int | None) -> None:
 
     check_can_write(job.output_file)
     if processes is not None and processes > 1:
-        from ..embedders.corpus_text import Corpus
+        from ..corpus.lines import Corpus
 
         lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before any rank starts
         launch_local(processes, run_job, replace(job, lines=lines))
@@ -161,15 +161,15 @@ def _run(job: EmbedJob, processes: int | None) -> None:
 
 def run_job(job: EmbedJob) -> None:
     """What every rank runs: check INPUT, join the other ranks, load the model, embed its share."""
-    from ..embedders.corpus import embed_corpus
-    from ..embedders.corpus_text import Corpus
-    from ..embedders.ranks import Ranks
+    from ..corpus.job import embed_corpus
+    from ..corpus.lines import Corpus
+    from ..runtime import Runtime
 
     corpus = Corpus(job.input_file, job.errors)
     total = corpus.count() if job.lines is None else job.lines
-    ranks = Ranks.from_environment(job.device)
+    runtime = Runtime.from_environment(job.device)
     try:
-        embedder, encoder = _load_encoder(job, ranks.device)
+        embedder, encoder = _load_encoder(job, runtime.device)
         embed_corpus(
             embedder,
             corpus,
@@ -179,19 +179,19 @@ def run_job(job: EmbedJob) -> None:
             batch_size=job.batch_size,
             merge=job.merge,
             keep_sentences=not job.forget_sentences,
-            ranks=ranks,
+            runtime=runtime,
             total=total,
             log=typer.echo,
         )
     finally:
-        ranks.close()
-    if ranks.main:
+        runtime.close()
+    if runtime.main:
         typer.echo(f"wrote {total} sentences to {job.output_file}")
 
 
 def _load_encoder(job: EmbedJob, device):
     """The embedder, and what identifies it in the record of a run (kind, files, settings)."""
-    from ..embedders.corpus import file_identity
+    from ..corpus.job import file_identity
     from ..formats.bundled import resolve_model_dir
 
     settings = {"kind": job.kind, "device": device.type}

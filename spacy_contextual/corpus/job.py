@@ -3,7 +3,7 @@ between the ranks torchrun starts; resumable after a kill.
 
 Rank r of w embeds the lines i with i mod w == r, ``batch_size * CHUNK_BATCHES`` lines at a time: the
 chunk the embedder sorts by length and batches (``Embedder.iter_embed``). Each chunk is committed as
-one part (``hdf5_parts``), so a rerun skips the parts on disk and batches the rest exactly as an
+one part (``parts``), so a rerun skips the parts on disk and batches the rest exactly as an
 uninterrupted run would: the same numbers. Embedding is stateless, so a line's vectors do not depend
 on which rank embeds it; a stateful encoder carries its LSTM state from line to line, so it runs in
 one process and starts over instead of resuming. When every share is complete (a barrier), rank 0
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 
@@ -23,16 +24,18 @@ import numpy as np
 from tqdm import tqdm
 
 from .. import __version__
+from ..embedders.embedder import CHUNK_BATCHES, Embedder
 from ..errors import ContextualError
+from ..runtime import Runtime
 from ..types import PathLike
-from .corpus_text import Corpus
-from .embedder import Embedder
-from .hdf5_parts import PartsFolder
-from .ranks import Ranks
+from .lines import Corpus
+from .parts import PartsFolder
 
 LAYER_CHOICES = ("all", "top", "average")
-CHUNK_BATCHES = 32  # as Embedder.iter_embed: a chunk of batch_size * 32 lines is sorted and batched
 POLL_SECONDS = 1.0
+# Ranks that finish their share first wait for the others. Shares interleave, so they end close
+# together, but a resumed rank may have much more left than the rest.
+SHARE_TIMEOUT = timedelta(hours=24)
 
 
 def check_layer_choice(choice: str) -> None:
@@ -71,7 +74,7 @@ def embed_corpus(
     batch_size: int = 64,
     merge: bool | None = None,
     keep_sentences: bool = True,
-    ranks: Ranks | None = None,
+    runtime: Runtime | None = None,
     total: int | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
@@ -82,15 +85,15 @@ def embed_corpus(
     with another are refused. ``merge`` copies the parts into ``output`` (default with one process);
     otherwise ``output`` holds virtual datasets over them. ``total`` is the corpus's line count when
     the caller has counted (and so checked) it already."""
-    ranks = ranks or Ranks()
-    if embedder.keep_order and ranks.world_size > 1:
+    runtime = runtime or Runtime()
+    if embedder.keep_order and runtime.world_size > 1:
         raise ContextualError(
             "a stateful encoder carries its LSTM state from line to line, so it cannot share a corpus between "
             "processes; run it in one process, or leave out --stateful"
         )
     check_layer_choice(layers)
     total = corpus.count() if total is None else total
-    parts = PartsFolder(Path(output), ranks.world_size, batch_size * CHUNK_BATCHES)
+    parts = PartsFolder(Path(output), runtime.world_size, batch_size * CHUNK_BATCHES)
     settings = {
         "package": __version__,
         "encoder": encoder,
@@ -101,32 +104,32 @@ def embed_corpus(
         "batch_size": batch_size,
         "max_batch_tokens": embedder.max_batch_tokens,
         "part_lines": parts.part_lines,
-        "processes": ranks.world_size,
+        "processes": runtime.world_size,
     }
-    if ranks.main:
+    if runtime.main:
         parts.check_run(settings)
         parts.record_run(settings)
-    ranks.barrier()
-    with parts.lock(ranks.rank):
-        done = parts.committed(ranks.rank)
+    runtime.barrier("the start of the run")
+    with parts.lock(runtime.rank):
+        done = parts.committed(runtime.rank)
         if done and embedder.keep_order:
             log(f"{parts.folder}: a stateful encoder cannot continue where it stopped; starting over")
-            parts.discard(ranks.rank)
+            parts.discard(runtime.rank)
             done = []
-        bar = RunProgress(parts, total, str(encoder.get("kind", "embed"))) if ranks.main and progress else None
-        shard = corpus.shard(ranks.rank, ranks.world_size, skip=sum(part.lines for part in done))
+        bar = RunProgress(parts, total, str(encoder.get("kind", "embed"))) if runtime.main and progress else None
+        shard = corpus.shard(runtime.rank, runtime.world_size, skip=sum(part.lines for part in done))
         for number, chunk in enumerate(_chunks(shard, parts.part_lines), start=len(done)):
             sentences = [tokens for _, tokens in chunk]
             arrays = embedder.iter_embed(sentences, batch_size, CHUNK_BATCHES, bar.add if bar else None)
             parts.write_part(
-                ranks.rank, number, [index for index, _ in chunk], [select_layers(a, layers) for a in arrays]
+                runtime.rank, number, [index for index, _ in chunk], [select_layers(a, layers) for a in arrays]
             )
         if bar:
             bar.wait_for_all()
-        ranks.barrier()
-        if ranks.main:
+        runtime.barrier("the end of its share", SHARE_TIMEOUT)
+        if runtime.main:
             item_shape = (embedder.num_layers, embedder.output_dim) if layers == "all" else (embedder.output_dim,)
-            merge = ranks.world_size == 1 if merge is None else merge
+            merge = runtime.world_size == 1 if merge is None else merge
             parts.write_output(total, item_shape, merge, corpus.lines() if keep_sentences else None)
     return total
 

@@ -4,7 +4,7 @@ import gzip
 
 import pytest
 
-from spacy_contextual.embedders.corpus_text import Corpus
+from spacy_contextual.corpus.lines import Corpus
 from spacy_contextual.text_files import InputFileError
 
 TEXT = "The bank .\n\n\ufeffnaïve café 東京 🙂\r\nlast line without a break"
