@@ -4,13 +4,18 @@ layout of ``allennlp elmo`` (datasets "0", "1", ... by line, plus ``sentence_to_
 One command line, three ways to run it: alone (one process); under torchrun (each rank embeds its
 share of the lines, rank 0 writes OUTPUT); or with ``--processes N``, which starts N ranks on this
 machine through torchrun's own launcher. A rerun after a kill continues where each rank stopped
-(``corpus/job.py``). Everything that can be checked cheaply (the options, INPUT's encoding,
-OUTPUT's folder) is checked before a model loads; torch and h5py load only when a command runs.
+(``corpus/job.py``). Everything that can be checked cheaply is checked before a model loads: the
+options' ranges, INPUT's encoding, and OUTPUT, which may not be INPUT or a file of the model (through
+links too), a device or a folder, and whose OUTPUT.parts/ must be one this tool made. A stream
+(stdin, a pipe) is first copied to OUTPUT.parts/, since it can be read only once. SIGINT and SIGTERM
+end the run with one line, exit code 130 or 143, and a rerun resumes. torch and h5py load only
+when a command runs.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +23,10 @@ from typing import Annotated
 import typer
 
 from ._app import app
-from .launch import launch_local
+from .launch import Interrupted, interruptible, launch_local
+
+MAX_BATCH_SIZE = 1 << 16
+MAX_PROCESSES = 64
 
 InputFile = Annotated[
     Path,
@@ -35,7 +43,7 @@ OutputFile = Annotated[
 AllLayers = Annotated[bool, typer.Option("--all", help="Store all layers: (n_layers, n, width) per sentence")]
 TopLayer = Annotated[bool, typer.Option("--top", help="Store the top layer: (n, width)")]
 AverageLayers = Annotated[bool, typer.Option("--average", help="Store the mean of the layers: (n, width)")]
-BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per batch")]
+BatchSize = Annotated[int, typer.Option("--batch-size", help=f"Sentences per batch (1 to {MAX_BATCH_SIZE})")]
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda (under torchrun: one GPU per local rank)")]
 ForgetSentences = Annotated[
     bool, typer.Option("--forget-sentences", help="Do not store sentence_to_index (the JSON of every line's text)")
@@ -43,7 +51,9 @@ ForgetSentences = Annotated[
 Processes = Annotated[
     int | None,
     typer.Option(
-        "--processes", min=1, help="Start this many ranks on this machine (torchrun's launcher); not under torchrun"
+        "--processes",
+        help="Start this many ranks on this machine (torchrun's launcher; at most one per CPU core, or per GPU); "
+        "not under torchrun",
     ),
 ]
 Merge = Annotated[
@@ -79,6 +89,7 @@ class EmbedJob:
     weight_file: Path | None = None
     stateful: bool = False
     lines: int | None = None  # INPUT's line count, when the launcher has counted (and so checked) it
+    input_identity: list | None = None  # what identifies a spooled stream's text (its size and SHA-256)
 
 
 @app.command("elmo")
@@ -143,20 +154,69 @@ def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
 
 
 def _run(job: EmbedJob, processes: int | None) -> None:
+    """Check everything cheap, then embed; SIGINT/SIGTERM end it with one line and 128 + the signal."""
+    try:
+        with interruptible():
+            _check(job, processes)
+            job = _with_regular_input(job)
+            if processes is not None and processes > 1:
+                from ..corpus.lines import Corpus
+
+                lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before any rank starts
+                launch_local(processes, run_job, replace(job, lines=lines))
+            else:
+                run_job(job)
+    except Interrupted as stop:
+        typer.echo("interrupted; run the same command to resume", err=True)
+        raise typer.Exit(stop.exit_code) from None
+
+
+def _check(job: EmbedJob, processes: int | None) -> None:
+    """The options' ranges and what OUTPUT may be, before anything is read or written."""
     if processes is not None and "WORLD_SIZE" in os.environ:
         raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
+    if not 1 <= job.batch_size <= MAX_BATCH_SIZE:
+        raise typer.BadParameter(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, got {job.batch_size}")
+    most = len(os.sched_getaffinity(0)) if job.device == "cpu" else MAX_PROCESSES
+    if processes is not None and not 1 <= processes <= most:
+        where = f"the {most} CPU cores this process may use" if job.device == "cpu" else f"{most}"
+        raise typer.BadParameter(f"--processes must be between 1 and {where}, got {processes}")
     if job.errors not in ("strict", "replace"):
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
+    from ..corpus.parts import check_parts_folder
     from ..formats.atomic import check_can_write
 
-    check_can_write(job.output_file)
-    if processes is not None and processes > 1:
-        from ..corpus.lines import Corpus
+    check_can_write(job.output_file, protect=[job.input_file, *_model_paths(job)])
+    check_parts_folder(job.output_file)
 
-        lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before any rank starts
-        launch_local(processes, run_job, replace(job, lines=lines))
-    else:
-        run_job(job)
+
+def _model_paths(job: EmbedJob) -> list[Path]:
+    """The files (or folder) of the model the job reads; none when it is missing (loading it says so)."""
+    from ..formats.bundled import resolve_model_dir
+
+    if job.options_file is not None:
+        return [job.options_file, job.weight_file]
+    try:
+        return [resolve_model_dir(job.kind, job.model)]
+    except FileNotFoundError:
+        return []
+
+
+def _with_regular_input(job: EmbedJob) -> EmbedJob:
+    """The job reading a regular file: INPUT's own path (so ranks read it too, /dev/stdin included),
+    or for a stream (a pipe, a terminal) a copy made in OUTPUT.parts/."""
+    path = Path(os.path.realpath(job.input_file))
+    if stat.S_ISREG(os.stat(job.input_file).st_mode):
+        return replace(job, input_file=path)
+    if "WORLD_SIZE" in os.environ:
+        raise typer.BadParameter(
+            f"{job.input_file} is a stream, which the torchrun ranks cannot each read; give a file, or run "
+            "without torchrun (--processes N copies a stream first)"
+        )
+    from ..corpus.parts import spool
+
+    spooled, identity = spool(job.input_file, job.output_file)
+    return replace(job, input_file=spooled, input_identity=identity)
 
 
 def run_job(job: EmbedJob) -> None:
@@ -181,6 +241,7 @@ def run_job(job: EmbedJob) -> None:
             keep_sentences=not job.forget_sentences,
             runtime=runtime,
             total=total,
+            input_identity=job.input_identity,
             log=typer.echo,
         )
     finally:

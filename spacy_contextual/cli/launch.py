@@ -5,12 +5,18 @@ rendezvous on a free local port, N workers with RANK, WORLD_SIZE, LOCAL_RANK set
 the others are stopped. Each worker gets cores / N threads unless OMP_NUM_THREADS is set. A worker's
 expected error (a ``ContextualError`` or ``OSError``) comes back as one error naming its rank; a
 worker killed by a signal is reported as such (rerun the command to continue where it stopped).
+
+SIGINT and SIGTERM, to the launcher or to a worker, stop the run: the workers clean up and exit
+quietly, and the launcher raises ``Interrupted`` (``interruptible()`` does the same for a command run
+in one process), which the command reports as one line with exit code 128 + the signal number.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,19 +30,46 @@ class LaunchError(ContextualError):
     """A rank of a ``--processes`` run failed."""
 
 
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived; a BaseException, so that no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.exit_code = 128 + signum
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``Interrupted`` inside the block (where the main thread is)."""
+
+    def stop(signum, frame) -> None:
+        raise Interrupted(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 class ExpectedFailure(Exception):
     """A worker's ContextualError or OSError, marked so that the launcher can tell it from a bug."""
 
 
 def _worker(entrypoint: Callable, *args) -> None:
     try:
-        entrypoint(*args)
+        with interruptible():
+            entrypoint(*args)
+    except Interrupted as stop:
+        sys.exit(stop.exit_code)  # quietly: the launcher reports it
     except (ContextualError, OSError) as error:
         raise ExpectedFailure(str(error)) from None
 
 
 def launch_local(processes: int, entrypoint: Callable, *args) -> None:
     """Run ``entrypoint(*args)`` in ``processes`` ranks (spawned, so it must be a module-level function)."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -57,12 +90,17 @@ def launch_local(processes: int, entrypoint: Callable, *args) -> None:
     with _environment("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", threads)), _quiet_launcher():
         try:
             elastic_launch(config, _worker)(entrypoint, *args)
+        except SignalException as error:
+            raise Interrupted(error.sigval) from None
         except ChildFailedError as error:
             raise _launch_error(error) from None
 
 
-def _launch_error(error) -> Exception:
+def _launch_error(error) -> BaseException:
     rank, failure = min(error.failures.items())
+    stopped = [f.exitcode - 128 for f in error.failures.values() if f.exitcode - 128 in (signal.SIGINT, signal.SIGTERM)]
+    if stopped:
+        return Interrupted(stopped[0])
     if failure.signal_name() not in ("", "<N/A>") and failure.exitcode < 0:
         return LaunchError(
             f"rank {rank} was stopped by {failure.signal_name()}; rerun the same command to continue where each "

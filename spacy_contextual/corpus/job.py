@@ -14,6 +14,7 @@ at most one chunk is held.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
@@ -26,10 +27,10 @@ from tqdm import tqdm
 from .. import __version__
 from ..embedders.embedder import CHUNK_BATCHES, Embedder
 from ..errors import ContextualError
-from ..runtime import Runtime
+from ..runtime import RankTimeout, Runtime
 from ..types import PathLike
 from .lines import Corpus
-from .parts import PartsFolder
+from .parts import PartsError, PartsFolder, create_parts_folder
 
 LAYER_CHOICES = ("all", "top", "average")
 POLL_SECONDS = 1.0
@@ -76,6 +77,7 @@ def embed_corpus(
     keep_sentences: bool = True,
     runtime: Runtime | None = None,
     total: int | None = None,
+    input_identity: list | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> int:
@@ -84,7 +86,8 @@ def embed_corpus(
     ``encoder`` describes the model (kind, files, settings) for the record of the run: parts made
     with another are refused. ``merge`` copies the parts into ``output`` (default with one process);
     otherwise ``output`` holds virtual datasets over them. ``total`` is the corpus's line count when
-    the caller has counted (and so checked) it already."""
+    the caller has counted (and so checked) it already; ``input_identity`` what identifies its text
+    (default: name, size and mtime of the file)."""
     runtime = runtime or Runtime()
     if embedder.keep_order and runtime.world_size > 1:
         raise ContextualError(
@@ -92,12 +95,13 @@ def embed_corpus(
             "processes; run it in one process, or leave out --stateful"
         )
     check_layer_choice(layers)
+    started = os.stat(corpus.path)
     total = corpus.count() if total is None else total
     parts = PartsFolder(Path(output), runtime.world_size, batch_size * CHUNK_BATCHES)
     settings = {
         "package": __version__,
         "encoder": encoder,
-        "input": file_identity(corpus.path),
+        "input": input_identity or file_identity(corpus.path),
         "lines": total,
         "errors": corpus.errors,
         "layers": layers,
@@ -107,11 +111,12 @@ def embed_corpus(
         "processes": runtime.world_size,
     }
     if runtime.main:
+        create_parts_folder(parts.output)
         parts.check_run(settings)
         parts.record_run(settings)
     runtime.barrier("the start of the run")
     with parts.lock(runtime.rank):
-        done = parts.committed(runtime.rank)
+        done = parts.resume(runtime.rank, log)
         if done and embedder.keep_order:
             log(f"{parts.folder}: a stateful encoder cannot continue where it stopped; starting over")
             parts.discard(runtime.rank)
@@ -119,19 +124,30 @@ def embed_corpus(
         bar = RunProgress(parts, total, str(encoder.get("kind", "embed"))) if runtime.main and progress else None
         shard = corpus.shard(runtime.rank, runtime.world_size, skip=sum(part.lines for part in done))
         for number, chunk in enumerate(_chunks(shard, parts.part_lines), start=len(done)):
-            sentences = [tokens for _, tokens in chunk]
+            indices, raws, sentences = zip(*chunk, strict=True)
             arrays = embedder.iter_embed(sentences, batch_size, CHUNK_BATCHES, bar.add if bar else None)
-            parts.write_part(
-                runtime.rank, number, [index for index, _ in chunk], [select_layers(a, layers) for a in arrays]
-            )
+            selected = [select_layers(array, layers) for array in arrays]
+            parts.write_part(runtime.rank, number, indices, selected, raws, check_unchanged(corpus.path, started))
         if bar:
             bar.wait_for_all()
         runtime.barrier("the end of its share", SHARE_TIMEOUT)
         if runtime.main:
             item_shape = (embedder.num_layers, embedder.output_dim) if layers == "all" else (embedder.output_dim,)
             merge = runtime.world_size == 1 if merge is None else merge
-            parts.write_output(total, item_shape, merge, corpus.lines() if keep_sentences else None)
+            parts.write_output(corpus, total, item_shape, merge, keep_sentences)
     return total
+
+
+def check_unchanged(path: Path, started: os.stat_result) -> os.stat_result:
+    """INPUT's status now, refused when its size, mtime or file differ from those at the start of the run."""
+    now = os.stat(path)
+    fields = ("st_dev", "st_ino", "st_size", "st_mtime_ns")
+    if any(getattr(now, name) != getattr(started, name) for name in fields):
+        raise PartsError(
+            f"INPUT {path} changed while it was embedded (its size, mtime or file is not what it was when the run "
+            "started), so nothing was written; run again once it stays as it is"
+        )
+    return now
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:
@@ -145,11 +161,12 @@ class RunProgress:
 
     def __init__(self, parts: PartsFolder, total: int, name: str):
         self.parts, self.total = parts, total
-        self.committed = [parts.committed(rank) for rank in range(parts.world_size)]
+        self.committed = [parts.committed(rank) if rank == 0 else [] for rank in range(parts.world_size)]
         self.shares = [parts.share_size(rank, total) for rank in range(parts.world_size)]
         self.bar = tqdm(total=total, initial=sum(p.lines for ps in self.committed for p in ps), unit="sent", desc=name)
         self.tokens = 0
-        self.started = self.polled = time.monotonic()
+        self.started = self.polled = self.progressed = time.monotonic()
+        self.poll()
 
     def add(self, sentences: int, tokens: int) -> None:
         """Rank 0's own batch is done; look for the other ranks' new parts now and then."""
@@ -163,14 +180,26 @@ class RunProgress:
         self.polled = time.monotonic()
         for rank in range(1, self.parts.world_size):
             while (path := self.parts.part_path(rank, len(self.committed[rank]))).is_file():
-                part = self.parts.summary(path)
+                try:
+                    part = self.parts.summary(path)
+                except (OSError, KeyError):  # being checked or replaced by its rank: look again later
+                    break
                 self.committed[rank].append(part)
+                self.progressed = self.polled
                 self.tokens += part.tokens
                 self.bar.update(part.lines)
 
     def wait_for_all(self) -> None:
-        """Rank 0 has embedded its share: follow the others' until they are complete, then close."""
-        while any(sum(p.lines for p in self.committed[r]) < self.shares[r] for r in range(1, len(self.shares))):
+        """Rank 0 has embedded its share: follow the others' until they are complete, then close; a rank
+        that commits no part for ``SHARE_TIMEOUT`` is named."""
+        while behind := [
+            r for r in range(1, len(self.shares)) if sum(p.lines for p in self.committed[r]) < self.shares[r]
+        ]:
+            if time.monotonic() - self.progressed > SHARE_TIMEOUT.total_seconds():
+                raise RankTimeout(
+                    f"rank {', '.join(map(str, behind))} committed no part for {SHARE_TIMEOUT}; it hangs or died: "
+                    "stop the run and rerun the same command to continue"
+                )
             time.sleep(POLL_SECONDS)
             self.poll()
             self._show_rate()
