@@ -122,14 +122,18 @@ def embed_corpus(
             parts.discard(runtime.rank)
             done = []
         bar = RunProgress(parts, total, str(encoder.get("kind", "embed"))) if runtime.main and progress else None
-        shard = corpus.shard(runtime.rank, runtime.world_size, skip=sum(part.lines for part in done))
-        for number, chunk in enumerate(_chunks(shard, parts.part_lines), start=len(done)):
-            indices, raws, sentences = zip(*chunk, strict=True)
-            arrays = embedder.iter_embed(sentences, batch_size, CHUNK_BATCHES, bar.add if bar else None)
-            selected = [select_layers(array, layers) for array in arrays]
-            parts.write_part(runtime.rank, number, indices, selected, raws, check_unchanged(corpus.path, started))
-        if bar:
-            bar.wait_for_all()
+        try:
+            shard = corpus.shard(runtime.rank, runtime.world_size, skip=sum(part.lines for part in done))
+            for number, chunk in enumerate(_chunks(shard, parts.part_lines), start=len(done)):
+                indices, raws, sentences = zip(*chunk, strict=True)
+                arrays = embedder.iter_embed(sentences, batch_size, CHUNK_BATCHES, bar.add if bar else None)
+                selected = [select_layers(array, layers) for array in arrays]
+                parts.write_part(runtime.rank, number, indices, selected, raws, check_unchanged(corpus.path, started))
+            if bar:
+                bar.wait_for_all()
+        finally:
+            if bar:
+                bar.bar.close()  # so that any message after it starts on a line of its own
         runtime.barrier("the end of its share", SHARE_TIMEOUT)
         if runtime.main:
             item_shape = (embedder.num_layers, embedder.output_dim) if layers == "all" else (embedder.output_dim,)
