@@ -97,21 +97,30 @@ def launch_local(processes: int, entrypoint: Callable, *args) -> None:
 
 
 def _launch_error(error) -> BaseException:
-    rank, failure = min(error.failures.items())
-    stopped = [f.exitcode - 128 for f in error.failures.values() if f.exitcode - 128 in (signal.SIGINT, signal.SIGTERM)]
-    if stopped:
-        return Interrupted(stopped[0])
+    """One error for the failed ranks: the first rank's expected error, else an interrupt, else the
+    first rank's signal or bug (with its traceback)."""
+    failures = sorted(error.failures.items())
+    expected = f"{ExpectedFailure.__name__}: "
+    for rank, failure in failures:
+        if _message(failure).get("message", "").startswith(expected):
+            return LaunchError(f"rank {rank}: {_message(failure)['message'].removeprefix(expected)}")
+    for _, failure in failures:
+        if failure.exitcode - 128 in (signal.SIGINT, signal.SIGTERM):
+            return Interrupted(failure.exitcode - 128)
+    rank, failure = failures[0]
     if failure.signal_name() not in ("", "<N/A>") and failure.exitcode < 0:
         return LaunchError(
             f"rank {rank} was stopped by {failure.signal_name()}; rerun the same command to continue where each "
             "rank stopped"
         )
-    details = failure.message if isinstance(failure.message, dict) else {"message": str(failure.message)}
-    message = details.get("message", "")
-    expected = f"{ExpectedFailure.__name__}: "
-    if message.startswith(expected):
-        return LaunchError(f"rank {rank}: {message.removeprefix(expected)}")
-    return RuntimeError(f"rank {rank} failed: {message}\n{details.get('extraInfo', {}).get('py_callstack', '')}")
+    details = _message(failure)
+    return RuntimeError(
+        f"rank {rank} failed: {details.get('message', '')}\n{details.get('extraInfo', {}).get('py_callstack', '')}"
+    )
+
+
+def _message(failure) -> dict:
+    return failure.message if isinstance(failure.message, dict) else {"message": str(failure.message)}
 
 
 @contextmanager
