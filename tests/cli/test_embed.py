@@ -5,6 +5,7 @@ during or between runs is refused; a damaged part is recomputed; streams are rea
 options are refused before any work. Tiny models and the bundled ones."""
 
 import errno
+import gzip
 import json
 import os
 import re
@@ -269,3 +270,23 @@ def test_tiny_cove_output_next_to_its_model_is_fine(tmp_path, text_file):
     model = tiny_cove_dir(tmp_path / "cove")
     result = invoke("cove", text_file, tmp_path / "out.hdf5", "--top", "--model", model)
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.timeout(300)
+def test_zcat_into_stdin_with_two_processes(tmp_path, text_file, tiny_model_dir):
+    """``zcat corpus.gz | spacy-contextual elmo /dev/stdin out.hdf5 --processes 2``: the stream is
+    spooled once, both ranks read the copy, and OUTPUT equals one process's on the file."""
+    packed = tmp_path / "corpus.gz"
+    packed.write_bytes(gzip.compress(text_file.read_bytes()))
+    out, reference = tmp_path / "out.hdf5", tmp_path / "reference.hdf5"
+    assert invoke("elmo", text_file, reference, "--top", "--model", tiny_model_dir).exit_code == 0
+    command = (
+        f"zcat {packed} | {sys.executable} -m spacy_contextual elmo /dev/stdin {out} --top --model {tiny_model_dir}"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(f"{command} --processes 2", shell=True, capture_output=True, env=env, timeout=280)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    (index, arrays), (expected_index, expected) = read_output(out), read_output(reference)
+    assert index == expected_index and arrays.keys() == expected.keys()
+    assert all(np.allclose(arrays[key], expected[key], atol=1e-6) for key in expected)
+    assert not (tmp_path / "out.hdf5.parts" / "input.spool").exists()
