@@ -299,7 +299,7 @@ class PartsFolder:
         if count != total:
             raise PartsError(changed.format(f"{count} lines now, {total} when the run started", self.folder))
         for (rank, number), digest in sorted(digests.items()):
-            path = self.part_path(rank, number)
+            path = self._existing(self.part_path(rank, number))
             with h5py.File(path, "r") as part:
                 recorded = part.attrs.get("input_sha256")
             if recorded != digest.hexdigest():
@@ -327,10 +327,13 @@ class PartsFolder:
             for _, part, _ in current.values():
                 part.close()
 
-    def _open_part(self, path: Path, rank: int, number: int) -> tuple[h5py.File, np.ndarray]:
+    def _existing(self, path: Path) -> Path:
         if not path.is_file():
             raise PartsError(f"{path} is missing, so its lines have not been embedded; rerun to finish")
-        if not _intact(path):
+        return path
+
+    def _open_part(self, path: Path, rank: int, number: int) -> tuple[h5py.File, np.ndarray]:
+        if not _intact(self._existing(path)):
             raise PartsError(f"{path} is damaged (its checksum does not match its data); rerun to recompute it")
         part = h5py.File(path, "r")
         line_index, line_length = part["line_index"][...], part["line_length"][...]
