@@ -177,9 +177,10 @@ def _check(job: EmbedJob, processes: int | None) -> None:
         raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
     if not 1 <= job.batch_size <= MAX_BATCH_SIZE:
         raise typer.BadParameter(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, got {job.batch_size}")
-    most = len(os.sched_getaffinity(0)) if job.device == "cpu" else MAX_PROCESSES
+    cores = len(os.sched_getaffinity(0))
+    most = max(cores, 2) if job.device == "cpu" else MAX_PROCESSES  # two ranks may always share a core
     if processes is not None and not 1 <= processes <= most:
-        where = f"the {most} CPU cores this process may use" if job.device == "cpu" else f"{most}"
+        where = f"{most} (one per CPU core: {cores} here)" if job.device == "cpu" else f"{most}"
         raise typer.BadParameter(f"--processes must be between 1 and {where}, got {processes}")
     if job.errors not in ("strict", "replace"):
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
@@ -203,11 +204,12 @@ def _model_paths(job: EmbedJob) -> list[Path]:
 
 
 def _with_regular_input(job: EmbedJob) -> EmbedJob:
-    """The job reading a regular file: INPUT's own path (so ranks read it too, /dev/stdin included),
-    or for a stream (a pipe, a terminal) a copy made in OUTPUT.parts/."""
-    path = Path(os.path.realpath(job.input_file))
+    """The job reading a regular file: INPUT, or the file behind /dev/stdin or /dev/fd/N (which mean
+    another file in each rank); for a stream (a pipe, a terminal), a copy made in OUTPUT.parts/."""
     if stat.S_ISREG(os.stat(job.input_file).st_mode):
-        return replace(job, input_file=path)
+        if str(job.input_file).startswith(("/dev/", "/proc/")):
+            return replace(job, input_file=Path(os.path.realpath(job.input_file)))
+        return job
     if "WORLD_SIZE" in os.environ:
         raise typer.BadParameter(
             f"{job.input_file} is a stream, which the torchrun ranks cannot each read; give a file, or run "

@@ -128,7 +128,9 @@ def embed_corpus(
                 indices, raws, sentences = zip(*chunk, strict=True)
                 arrays = embedder.iter_embed(sentences, batch_size, CHUNK_BATCHES, bar.add if bar else None)
                 selected = [select_layers(array, layers) for array in arrays]
-                parts.write_part(runtime.rank, number, indices, selected, raws, check_unchanged(corpus.path, started))
+                parts.write_part(
+                    runtime.rank, number, indices, selected, raws, check_unchanged(corpus.path, started, parts)
+                )
             if bar:
                 bar.wait_for_all()
         finally:
@@ -142,14 +144,14 @@ def embed_corpus(
     return total
 
 
-def check_unchanged(path: Path, started: os.stat_result) -> os.stat_result:
+def check_unchanged(path: Path, started: os.stat_result, parts: PartsFolder) -> os.stat_result:
     """INPUT's status now, refused when its size, mtime or file differ from those at the start of the run."""
     now = os.stat(path)
     fields = ("st_dev", "st_ino", "st_size", "st_mtime_ns")
     if any(getattr(now, name) != getattr(started, name) for name in fields):
         raise PartsError(
             f"INPUT {path} changed while it was embedded (its size, mtime or file is not what it was when the run "
-            "started), so nothing was written; run again once it stays as it is"
+            f"started), so nothing was written; delete {parts.folder} and run again once INPUT stays as it is"
         )
     return now
 
