@@ -141,12 +141,12 @@ class PartsFolder:
         if recorded == settings:
             return
         start_over = f"delete {self.folder} (and any {self.output.name} made from it) to start over"
-        if {key for key in recorded.keys() | settings.keys() if recorded.get(key) != settings.get(key)} == {"input"}:
-            raise PartsError(
-                f"INPUT changed since the parts in {self.folder} were made from it (name, size and mtime: "
-                f"{recorded['input']} then, {settings['input']} now), so they cannot be continued; {start_over}"
-            )
         changed = sorted(key for key in recorded.keys() | settings.keys() if recorded.get(key) != settings.get(key))
+        if changed == ["input"]:
+            raise PartsError(
+                f"INPUT changed since the parts in {self.folder} were made from it ({recorded['input']} then, "
+                f"{settings['input']} now), so they cannot be continued; {start_over}"
+            )
         details = "; ".join(f"{key}: {recorded.get(key)!r} there, {settings.get(key)!r} now" for key in changed)
         raise PartsError(
             f"{self.folder} holds the parts of another run ({details}). Rerun with the same settings to "
