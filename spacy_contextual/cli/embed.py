@@ -159,13 +159,19 @@ def _run(job: EmbedJob, processes: int | None) -> None:
         with interruptible():
             _check(job, processes)
             job = _with_regular_input(job)
-            if processes is not None and processes > 1:
-                from ..corpus.lines import Corpus
+            try:
+                if processes is not None and processes > 1:
+                    from ..corpus.lines import Corpus
 
-                lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before any rank starts
-                launch_local(processes, run_job, replace(job, lines=lines))
-            else:
-                run_job(job)
+                    lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before ranks start
+                    launch_local(processes, run_job, replace(job, lines=lines))
+                else:
+                    run_job(job)
+            finally:
+                if job.input_identity is not None:  # the copy of a stream: read again by a rerun
+                    from ..corpus.parts import remove_spool
+
+                    remove_spool(job.output_file)
     except Interrupted as stop:
         typer.echo("interrupted; run the same command to resume", err=True)
         raise typer.Exit(stop.exit_code) from None

@@ -101,11 +101,25 @@ def spool(stream: Path, output: Path) -> tuple[Path, list]:
     every rank can read; returns it and what identifies its text: [name, size, SHA-256]."""
     path = create_parts_folder(output) / SPOOL
     digest = hashlib.sha256()
-    with disk_errors(path), atomic_file(path) as temporary, open(stream, "rb") as source, temporary.open("wb") as out:
-        while block := source.read(1 << 20):
-            digest.update(block)
-            out.write(block)
+    try:
+        with disk_errors(path), atomic_file(path) as temporary, open(stream, "rb") as source:
+            with temporary.open("wb") as out:
+                while block := source.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+    except BaseException:
+        remove_spool(output)
+        raise
     return path, [Path(stream).name, path.stat().st_size, digest.hexdigest()]
+
+
+def remove_spool(output: Path) -> None:
+    """Delete OUTPUT.parts/input.spool (a rerun reads the stream again), and the folder when nothing
+    else of a run is in it."""
+    folder = parts_folder(output)
+    (folder / SPOOL).unlink(missing_ok=True)
+    if folder.is_dir() and [path.name for path in folder.iterdir()] == [MARKER]:
+        shutil.rmtree(folder)
 
 
 @contextmanager
@@ -266,7 +280,6 @@ class PartsFolder:
             temporary.unlink(missing_ok=True)
             index_text.unlink(missing_ok=True)
         fsync_directory(self.output.parent)
-        (self.folder / SPOOL).unlink(missing_ok=True)
         if merge:
             self.remove()
 

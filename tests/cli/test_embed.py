@@ -171,6 +171,7 @@ def test_a_full_disk_is_one_line_leaves_no_temporary_file_and_a_rerun_works(
     one_error_line(result, "no space left on the device", "run the same command to resume")
     if where == "spool":
         writer.wait(timeout=10)
+        assert not (tmp_path / "out.hdf5.parts").exists()  # nothing of the stream is kept
     leftovers = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == [] and not out.exists()
     monkeypatch.undo()
@@ -290,3 +291,15 @@ def test_zcat_into_stdin_with_two_processes(tmp_path, text_file, tiny_model_dir)
     assert index == expected_index and arrays.keys() == expected.keys()
     assert all(np.allclose(arrays[key], expected[key], atol=1e-6) for key in expected)
     assert not (tmp_path / "out.hdf5.parts" / "input.spool").exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_stream_that_fails_leaves_no_copy_behind(tmp_path, tiny_model_dir):
+    out = tmp_path / "out.hdf5"
+    command = [sys.executable, "-m", "spacy_contextual", "elmo", "/dev/stdin", str(out), "--top"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [*command, "--model", str(tiny_model_dir)], input=b"fine\nnot \xe9 utf-8\n", capture_output=True, env=env
+    )
+    assert done.returncode == 1 and "not UTF-8 text" in done.stderr.decode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny_elmo"]
