@@ -4,27 +4,12 @@ before the next part is written."""
 
 import h5py
 import pytest
-from util import tiny_bilm
 
 from spacy_contextual.corpus.job import embed_corpus
-from spacy_contextual.corpus.lines import Corpus
 from spacy_contextual.corpus.parts import MARKER, OWN_FILE, PartsError, PartsFolder, check_parts_folder
-from spacy_contextual.embedders.elmo import ElmoEmbedder
 
 LINES = ["the bank of the river .", "a b c"] * 40  # 80 lines: 3 parts of 32 at batch size 1
 ENCODER = {"kind": "elmo", "test": 1}
-
-
-@pytest.fixture(scope="module")
-def elmo():
-    return ElmoEmbedder(tiny_bilm())
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    return Corpus(path)
 
 
 def embed(elmo, corpus, out, **kwargs):
