@@ -169,7 +169,7 @@ def _run(job: EmbedJob, processes: int | None) -> None:
                     run_job(job)
             finally:
                 if job.input_identity is not None:  # the copy of a stream: read again by a rerun
-                    from ..corpus.parts import remove_spool
+                    from ..corpus.folder import remove_spool
 
                     remove_spool(job.output_file)
     except Interrupted as stop:
@@ -190,7 +190,7 @@ def _check(job: EmbedJob, processes: int | None) -> None:
         raise typer.BadParameter(f"--processes must be between 1 and {where}, got {processes}")
     if job.errors not in ("strict", "replace"):
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
-    from ..corpus.parts import check_parts_folder
+    from ..corpus.folder import check_parts_folder
     from ..formats.atomic import check_can_write
 
     check_can_write(job.output_file, protect=[job.input_file, *_model_paths(job)])
@@ -221,7 +221,7 @@ def _with_regular_input(job: EmbedJob) -> EmbedJob:
             f"{job.input_file} is a stream, which the torchrun ranks cannot each read; give a file, or run "
             "without torchrun (--processes N copies a stream first)"
         )
-    from ..corpus.parts import spool
+    from ..corpus.folder import spool
 
     spooled, identity = spool(job.input_file, job.output_file)
     return replace(job, input_file=spooled, input_identity=identity)

@@ -29,8 +29,9 @@ from ..embedders.embedder import CHUNK_BATCHES, Embedder
 from ..errors import ContextualError
 from ..runtime import RankTimeout, Runtime
 from ..types import PathLike
+from .folder import PartsError, create_parts_folder
 from .lines import Corpus
-from .parts import PartsError, PartsFolder, create_parts_folder
+from .parts import PartsFolder
 
 LAYER_CHOICES = ("all", "top", "average")
 POLL_SECONDS = 1.0

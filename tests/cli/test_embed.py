@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from util import tiny_cove_dir
 
 from spacy_contextual.cli import app
-from spacy_contextual.corpus import parts as parts_module
-from spacy_contextual.corpus.parts import MARKER
+from spacy_contextual.corpus import folder as folder_module
+from spacy_contextual.corpus.folder import MARKER
 from spacy_contextual.embedders.cove import CoveEmbedder
 from spacy_contextual.formats.bundled import resolve_model_dir
 
@@ -248,9 +248,9 @@ def test_a_full_disk_is_one_line_leaves_no_temporary_file_and_a_rerun_works(
     if where == "part":
         monkeypatch.setattr(h5py.Group, "create_dataset", no_space)
     elif where == "output":
-        monkeypatch.setattr(parts_module.h5py.h5o, "copy", no_space)
+        monkeypatch.setattr(h5py.h5o, "copy", no_space)
     else:
-        monkeypatch.setattr(parts_module.hashlib, "sha256", lambda: _FailingDigest(full))
+        monkeypatch.setattr(folder_module.hashlib, "sha256", lambda: _FailingDigest(full))
     result = invoke("elmo", source, out, "--top", "--model", tiny_model_dir)
     one_error_line(result, "no space left on the device", "run the same command to resume")
     if where == "spool":

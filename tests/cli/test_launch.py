@@ -26,7 +26,7 @@ def folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("signals")
     with gzip.open(DATA / "lm_corpus" / "valid.txt.gz", "rt", encoding="utf-8") as handle:
         lines = [line for _, line in zip(range(600), handle, strict=False)]
-    (folder / "corpus.txt").write_text("".join(lines * 3), encoding="utf-8")
+    (folder / "corpus.txt").write_text("".join(lines), encoding="utf-8")
     save_bilm(tiny_bilm(), folder / "tiny_elmo")
     return folder
 

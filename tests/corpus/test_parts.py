@@ -1,12 +1,12 @@
-"""OUTPUT.parts: only a folder with the tool's marker is used, only the tool's files are removed, a
-damaged part and the ones after it are recomputed, and a corpus that grows during a run is refused
-before the next part is written."""
+"""The parts: a damaged part and the ones after it are recomputed, and a corpus that grows during a
+run is refused before the next part is written."""
 
 import h5py
 import pytest
 
+from spacy_contextual.corpus.folder import PartsError
 from spacy_contextual.corpus.job import embed_corpus
-from spacy_contextual.corpus.parts import MARKER, OWN_FILE, PartsError, PartsFolder, check_parts_folder
+from spacy_contextual.corpus.parts import PartsFolder
 
 LINES = ["the bank of the river .", "a b c"] * 40  # 80 lines: 3 parts of 32 at batch size 1
 ENCODER = {"kind": "elmo", "test": 1}
@@ -14,23 +14,6 @@ ENCODER = {"kind": "elmo", "test": 1}
 
 def embed(elmo, corpus, out, **kwargs):
     return embed_corpus(elmo, corpus, out, "top", encoder=ENCODER, batch_size=1, progress=False, **kwargs)
-
-
-def test_only_the_tools_own_names_count_as_its_files():
-    own = ["part-00001-000002.hdf5", "part-00001-000002.hdf5.tmp", "rank-00000.lock", "run.json", "input.spool"]
-    assert all(OWN_FILE.fullmatch(name) for name in [*own, MARKER, "output.tmp", "sentence_to_index.json.tmp"])
-    others = ["notes.txt", "part-1-2.hdf5", "part-00001-000002.hdf5.bak", "run.json.orig", "data.hdf5"]
-    assert not any(OWN_FILE.fullmatch(name) for name in others)
-
-
-def test_a_file_or_a_symlink_named_like_the_parts_folder_is_refused(tmp_path):
-    (tmp_path / "a.hdf5.parts").write_text("mine")
-    with pytest.raises(PartsError, match="not a folder"):
-        check_parts_folder(tmp_path / "a.hdf5")
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "b.hdf5.parts").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(PartsError, match="not a folder"):
-        check_parts_folder(tmp_path / "b.hdf5")
 
 
 def test_a_damaged_part_and_the_later_ones_are_recomputed(tmp_path, elmo, corpus):
