@@ -25,7 +25,7 @@ INTERRUPTED = "interrupted; run the same command to resume"
 def folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("signals")
     with gzip.open(DATA / "lm_corpus" / "valid.txt.gz", "rt", encoding="utf-8") as handle:
-        lines = [line for _, line in zip(range(600), handle, strict=False)]
+        lines = [line for _, line in zip(range(300), handle, strict=False)]
     (folder / "corpus.txt").write_text("".join(lines), encoding="utf-8")
     save_bilm(tiny_bilm(), folder / "tiny_elmo")
     return folder
