@@ -10,7 +10,7 @@ from util import tiny_bilm, tiny_cove_dir
 from spacy_contextual.devices import DeviceError, rank_device
 from spacy_contextual.embedders.cove import CoveEmbedder
 from spacy_contextual.embedders.elmo import ElmoEmbedder
-from spacy_contextual.training.trainer import setup_runtime
+from spacy_contextual.runtime import Runtime
 
 HAS_CUDA = torch.cuda.is_available()
 NONSENSE = ["gpu", "cuda:", "cuda:x", "cuda0", "cpu:1", "tpu", ""]
@@ -79,27 +79,27 @@ def test_embedders_take_auto_and_torch_devices(tmp_path):
 @pytest.mark.parametrize("name", ["cuda", "cuda:0"])
 def test_training_on_a_cuda_device_that_is_not_there_is_an_error(name):
     with pytest.raises(ValueError, match=NO_CUDA):
-        setup_runtime(name)
+        Runtime.from_environment(name)
 
 
 @pytest.mark.parametrize("name", ["gpu", "cuda0"])
 def test_training_rejects_nonsense(name):
     with pytest.raises(ValueError, match=CHOICES):
-        setup_runtime(name)
+        Runtime.from_environment(name)
 
 
 def test_training_device_auto_and_cpu():
-    assert setup_runtime("cpu").device == torch.device("cpu")
-    assert setup_runtime("auto").device.type == ("cuda" if HAS_CUDA else "cpu")
+    assert Runtime.from_environment("cpu").device == torch.device("cpu")
+    assert Runtime.from_environment("auto").device.type == ("cuda" if HAS_CUDA else "cpu")
 
 
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 def test_training_device_under_torchrun(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "0")
-    assert setup_runtime("cuda").device == torch.device("cuda", 0)
+    assert Runtime.from_environment("cuda").device == torch.device("cuda", 0)
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(ValueError, match="every torchrun process on one GPU"):
-        setup_runtime("cuda:0")
+        Runtime.from_environment("cuda:0")
 
 
 def test_elmo_command_reads_the_device(tiny_model_dir, tmp_path):

@@ -4,21 +4,30 @@ layout of ``allennlp elmo`` (datasets "0", "1", ... by line, plus ``sentence_to_
 One command line, three ways to run it: alone (one process); under torchrun (each rank embeds its
 share of the lines, rank 0 writes OUTPUT); or with ``--processes N``, which starts N ranks on this
 machine through torchrun's own launcher. A rerun after a kill continues where each rank stopped
-(``embedders/corpus.py``). Everything that can be checked cheaply (the options, INPUT's encoding,
-OUTPUT's folder) is checked before a model loads; torch and h5py load only when a command runs.
+(``corpus/job.py``). Everything that can be checked cheaply is checked before a model loads: the
+options' ranges, INPUT's encoding, and OUTPUT, which may not be INPUT or a file of the model (through
+links too), a device or a folder, and whose OUTPUT.parts/ must be one this tool made. A stream
+(stdin, a pipe) is first copied to OUTPUT.parts/, since it can be read only once. SIGINT and SIGTERM
+end the run with one line, exit code 130 or 143, and a rerun resumes. torch and h5py load only
+when a command runs.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
-from ._app import PRECISION_HELP, app
+from ._app import PRECISION_HELP, app, say_on_interrupt
 from .launch import launch_local
+
+MAX_BATCH_SIZE = 1 << 16
+MAX_PROCESSES = 64
 
 InputFile = Annotated[
     Path,
@@ -35,7 +44,7 @@ OutputFile = Annotated[
 AllLayers = Annotated[bool, typer.Option("--all", help="Store all layers: (n_layers, n, width) per sentence")]
 TopLayer = Annotated[bool, typer.Option("--top", help="Store the top layer: (n, width)")]
 AverageLayers = Annotated[bool, typer.Option("--average", help="Store the mean of the layers: (n, width)")]
-BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per batch")]
+BatchSize = Annotated[int, typer.Option("--batch-size", help=f"Sentences per batch (1 to {MAX_BATCH_SIZE})")]
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda (under torchrun: one GPU per local rank)")]
 ForgetSentences = Annotated[
     bool, typer.Option("--forget-sentences", help="Do not store sentence_to_index (the JSON of every line's text)")
@@ -43,7 +52,9 @@ ForgetSentences = Annotated[
 Processes = Annotated[
     int | None,
     typer.Option(
-        "--processes", min=1, help="Start this many ranks on this machine (torchrun's launcher); not under torchrun"
+        "--processes",
+        help="Start this many ranks on this machine (torchrun's launcher; at most one per CPU core, or per GPU); "
+        "not under torchrun",
     ),
 ]
 Merge = Annotated[
@@ -81,6 +92,7 @@ class EmbedJob:
     stateful: bool = False
     lines: int | None = None  # INPUT's line count, when the launcher has counted (and so checked) it
     precision: str = "fp32"
+    input_identity: list | None = None  # what identifies a spooled stream's text (its size and SHA-256)
 
 
 @app.command("elmo")
@@ -150,36 +162,90 @@ def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
 
 
 def _run(job: EmbedJob, processes: int | None) -> None:
+    """Check everything cheap, then embed; SIGINT/SIGTERM end it with one line and 128 + the signal
+    (``cli/_app.py``), saying that the same command resumes."""
+    say_on_interrupt(click.get_current_context(), "run the same command to resume")
+    _check(job, processes)
+    job = _with_regular_input(job)
+    try:
+        if processes is not None and processes > 1:
+            from ..corpus.lines import Corpus
+
+            lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before ranks start
+            launch_local(processes, run_job, replace(job, lines=lines))
+        else:
+            run_job(job)
+    finally:
+        if job.input_identity is not None:  # the copy of a stream: read again by a rerun
+            from ..corpus.folder import remove_spool
+
+            remove_spool(job.output_file)
+
+
+def _check(job: EmbedJob, processes: int | None) -> None:
+    """The options' ranges and what OUTPUT may be, before anything is read or written."""
     if processes is not None and "WORLD_SIZE" in os.environ:
         raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
+    if not 1 <= job.batch_size <= MAX_BATCH_SIZE:
+        raise typer.BadParameter(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, got {job.batch_size}")
+    cores = len(os.sched_getaffinity(0))
+    most = max(cores, 2) if job.device == "cpu" else MAX_PROCESSES  # two ranks may always share a core
+    if processes is not None and not 1 <= processes <= most:
+        where = f"{most} (one per CPU core: {cores} here)" if job.device == "cpu" else f"{most}"
+        raise typer.BadParameter(f"--processes must be between 1 and {where}, got {processes}")
     if job.errors not in ("strict", "replace"):
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
     from ..embedders.precision import check_precision
 
     check_precision(job.precision)
+    from ..corpus.folder import check_parts_folder
     from ..formats.atomic import check_can_write
 
-    check_can_write(job.output_file)
-    if processes is not None and processes > 1:
-        from ..embedders.corpus_text import Corpus
+    check_can_write(job.output_file, protect=[job.input_file, *_model_paths(job)])
+    check_parts_folder(job.output_file)
 
-        lines = Corpus(job.input_file, job.errors).count()  # a bad byte is reported before any rank starts
-        launch_local(processes, run_job, replace(job, lines=lines))
-    else:
-        run_job(job)
+
+def _model_paths(job: EmbedJob) -> list[Path]:
+    """The files (or folder) of the model the job reads; none when it is missing (loading it says so)."""
+    from ..formats.bundled import resolve_model_dir
+
+    if job.options_file is not None:
+        return [job.options_file, job.weight_file]
+    try:
+        return [resolve_model_dir(job.kind, job.model)]
+    except FileNotFoundError:
+        return []
+
+
+def _with_regular_input(job: EmbedJob) -> EmbedJob:
+    """The job reading a regular file: INPUT, or the file behind /dev/stdin or /dev/fd/N (which mean
+    another file in each rank); for a stream (a pipe, a terminal), a copy made in OUTPUT.parts/."""
+    if stat.S_ISREG(os.stat(job.input_file).st_mode):
+        if str(job.input_file).startswith(("/dev/", "/proc/")):
+            return replace(job, input_file=Path(os.path.realpath(job.input_file)))
+        return job
+    if "WORLD_SIZE" in os.environ:
+        raise typer.BadParameter(
+            f"{job.input_file} is a stream, which the torchrun ranks cannot each read; give a file, or run "
+            "without torchrun (--processes N copies a stream first)"
+        )
+    from ..corpus.folder import spool
+
+    spooled, identity = spool(job.input_file, job.output_file)
+    return replace(job, input_file=spooled, input_identity=identity)
 
 
 def run_job(job: EmbedJob) -> None:
     """What every rank runs: check INPUT, join the other ranks, load the model, embed its share."""
-    from ..embedders.corpus import embed_corpus
-    from ..embedders.corpus_text import Corpus
-    from ..embedders.ranks import Ranks
+    from ..corpus.job import embed_corpus
+    from ..corpus.lines import Corpus
+    from ..runtime import Runtime
 
     corpus = Corpus(job.input_file, job.errors)
     total = corpus.count() if job.lines is None else job.lines
-    ranks = Ranks.from_environment(job.device)
+    runtime = Runtime.from_environment(job.device)
     try:
-        embedder, encoder = _load_encoder(job, ranks.device)
+        embedder, encoder = _load_encoder(job, runtime.device)
         embed_corpus(
             embedder,
             corpus,
@@ -189,19 +255,20 @@ def run_job(job: EmbedJob) -> None:
             batch_size=job.batch_size,
             merge=job.merge,
             keep_sentences=not job.forget_sentences,
-            ranks=ranks,
+            runtime=runtime,
             total=total,
+            input_identity=job.input_identity,
             log=typer.echo,
         )
     finally:
-        ranks.close()
-    if ranks.main:
+        runtime.close()
+    if runtime.main:
         typer.echo(f"wrote {total} sentences to {job.output_file}")
 
 
 def _load_encoder(job: EmbedJob, device):
     """The embedder, and what identifies it in the record of a run (kind, files, settings)."""
-    from ..embedders.corpus import file_identity
+    from ..corpus.job import file_identity
     from ..formats.bundled import resolve_model_dir
 
     settings = {"kind": job.kind, "device": device.type}

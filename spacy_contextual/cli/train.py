@@ -53,8 +53,9 @@ def pretrain_command(
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ) -> None:
     """Train a biLM from scratch (under torchrun: DDP, one corpus shard per process)."""
+    from ..runtime import process_rank
     from ..training.config import PretrainConfig, parse_overrides
-    from ..training.trainer import pretrain, process_rank
+    from ..training.trainer import pretrain
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
     _check_outputs(ctx, config)

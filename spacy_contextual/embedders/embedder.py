@@ -17,6 +17,8 @@ import numpy as np
 
 from .batching import plan_batches
 
+CHUNK_BATCHES = 32  # sentences are read, sorted by length and batched batch_size * CHUNK_BATCHES at a time
+
 
 class Embedder:
     #: machine names of the layers (also the names on ``doc._.<kind>_data``)
@@ -58,7 +60,7 @@ class Embedder:
         self,
         sentences: Iterable[Sequence[str]],
         batch_size: int = 64,
-        chunk_batches: int = 32,
+        chunk_batches: int = CHUNK_BATCHES,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> Iterator[np.ndarray]:
         """Stream over any iterable: reads ``batch_size * chunk_batches`` sentences at a time (one

@@ -21,7 +21,7 @@ import ctypes
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -109,7 +109,9 @@ def check_output_dir(path: PathLike) -> Path:
 def check_not_special(target: Path) -> None:
     """A device, FIFO or socket at ``target`` is never replaced by a file."""
     if target.exists() and not target.is_file() and not target.is_dir():
-        raise ContextualError(f"cannot write {target}: it is a device or special file, not a regular file")
+        raise ContextualError(
+            f"cannot write {target}: it is a device or other special file, not a regular file; give a file name"
+        )
 
 
 @contextmanager
@@ -150,15 +152,22 @@ def atomic_file(path: PathLike) -> Iterator[Path]:
     fsync_directory(target.parent)
 
 
-def check_can_write(path: PathLike) -> Path:
-    """Fail now, before any work, if the file ``path`` cannot be written: it is a directory, its folder
-    is missing, or a file cannot be created there (tried, so a read-only mount counts too)."""
+def check_can_write(path: PathLike, protect: Iterable[PathLike] = ()) -> Path:
+    """Fail now, before any work, if the file ``path`` cannot be written: it is a directory, a device or
+    other special file, its folder is missing, or a file cannot be created there (tried, so a
+    read-only mount counts too). ``protect`` names files and folders the command reads (its input,
+    the model's files): ``path`` may not be one of them (by device and inode, so not through a symlink
+    or a hard link either), nor lie inside a protected folder."""
     target = Path(path)
     folder = target.parent
     if target.is_dir():
         raise IsADirectoryError(f"cannot write {target}: it is a directory; give a file name")
     check_not_special(target)
     output_target(target)
+    for kept in map(Path, protect):
+        if _same_or_inside(target, kept):
+            what = kept if kept.is_file() else f"a file of {kept}"
+            raise ContextualError(f"cannot write {target}: it is {what}, which this command reads; give another file")
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist; create it first")
     try:
@@ -169,3 +178,19 @@ def check_can_write(path: PathLike) -> Path:
             f"cannot write to {folder} ({error.strerror}); choose a folder you can write to"
         ) from None
     return target
+
+
+def _same_or_inside(target: Path, kept: Path) -> bool:
+    """``target`` is the file ``kept`` or a file of the folder ``kept`` (by inode), or a path inside it."""
+    if kept.is_dir() and target.resolve().is_relative_to(kept.resolve()):
+        return True
+    if not target.exists():
+        return False
+    inode = _inode(target)
+    files = (Path(root) / name for root, _, names in os.walk(kept) for name in names) if kept.is_dir() else [kept]
+    return any(_inode(file) == inode for file in files if file.exists())
+
+
+def _inode(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_dev, status.st_ino

@@ -87,17 +87,24 @@ BILM = {  # models/bilm.py: BiLMConfig
     "use_skip_connections": BOOLEAN,
 }
 MANYLANGS = {  # models/manylangs_bilm.py: ManyLangsConfig less its dictionaries (word.dic / char.dic beside it)
-    "projection_dim": integer(1),
-    "lstm_dim": integer(1),
-    "n_layers": integer(1),
+    "projection_dim": integer(1, MAX_WIDTH),
+    "lstm_dim": integer(1, MAX_WIDTH),
+    "n_layers": integer(1, MAX_LAYERS),
     "cell_clip": positive_or_null(),
     "proj_clip": positive_or_null(),
-    "word_dim": integer(0),
-    "char_dim": integer(0),
-    "filters": Rule("a list of [width, count] pairs of integers >= 1", lambda v: v == [] or FILTERS.test(v)),
-    "n_highway": integer(0),
+    "word_dim": integer(0, MAX_WIDTH),
+    "char_dim": integer(0, MAX_WIDTH),
+    "filters": Rule(
+        f"[] or a list of at most {MAX_LAYERS} [width, count] pairs of integers in [1, {MAX_WIDTH:_}]",
+        lambda v: (
+            isinstance(v, list)
+            and len(v) <= MAX_LAYERS
+            and all(isinstance(p, list) and len(p) == 2 and all(integer(1, MAX_WIDTH).test(x) for x in p) for p in v)
+        ),
+    ),
+    "n_highway": integer(0, MAX_LAYERS),
     "activation": one_of("relu", "tanh"),
-    "max_characters_per_token": integer(3),  # a boundary token's ids: <eow>, <bos> or <eos>, <bow>
+    "max_characters_per_token": integer(3, MAX_WIDTH),  # a boundary token's ids: <eow>, <bos> or <eos>, <bow>
 }
 SEQ2SEQ = {  # models/seq2seq.py: Seq2SeqConfig
     "source_vocab_size": integer(1, MAX_VOCAB),

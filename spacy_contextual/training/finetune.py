@@ -15,11 +15,12 @@ from pathlib import Path
 
 from ..errors import ContextualError
 from ..formats.bilm_dir import load_softmax
+from ..runtime import process_rank
 from ..types import PathLike
 from .checkpoint import prepare_checkpoint_dir
 from .config import PretrainConfig
 from .evaluate import load_language_model, perplexity
-from .trainer import pretrain, process_rank
+from .trainer import pretrain
 from .vocab import Vocabulary
 
 

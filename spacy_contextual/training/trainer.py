@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from ..devices import DeviceError, autocast, rank_device
+from ..devices import DeviceError, autocast
 from ..errors import ContextualError
 from ..formats.atomic import atomic_file
 from ..models.bilm import BiLM
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
+from ..runtime import Runtime
 from .checkpoint import load_checkpoint, prepare_checkpoint_dir, save_checkpoint
 from .config import PretrainConfig
 from .corpus import BatchStream, StreamPosition, Windows, WindowStream
@@ -47,37 +47,7 @@ from .lm import BidirectionalLM
 from .vocab import Vocabulary
 
 CHECKPOINT, VALIDATE, STOP = 1, 2, 4
-
-
-@dataclass
-class Runtime:
-    rank: int
-    world_size: int
-    device: torch.device
-
-    @property
-    def distributed(self) -> bool:
-        return self.world_size > 1
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def process_rank() -> int:
-    """This process's rank under torchrun (0 when run alone)."""
-    return int(os.environ.get("RANK", "0"))
-
-
-def setup_runtime(device: str) -> Runtime:
-    """This process's rank and device (``training.device``: cpu, cuda, cuda:N or auto; under torchrun
-    "cuda" and "auto" mean the GPU of LOCAL_RANK), and the process group when there are several."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = process_rank()
-    target = rank_device(device, int(os.environ.get("LOCAL_RANK", "0")), world_size)
-    if world_size > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if target.type == "cuda" else "gloo")
-    return Runtime(rank, world_size, target)
+VOCAB_TIMEOUT = timedelta(hours=6)  # rank 0 counts the words of every training file meanwhile
 
 
 def random_states(device: torch.device) -> dict[str, torch.Tensor]:
@@ -120,8 +90,7 @@ def prepare_vocab(config: PretrainConfig, runtime: Runtime, output_dir: Path) ->
         raise FileNotFoundError(f"data.vocab = {path} does not exist; leave it empty to build one from data.train")
     if not path.is_file() and runtime.main:
         Vocabulary.build(config.data.train, config.data.min_count).save(path)
-    if runtime.distributed:
-        dist.barrier()
+    runtime.barrier("the vocabulary", VOCAB_TIMEOUT)
     return Vocabulary.load(path)
 
 
@@ -339,9 +308,9 @@ def pretrain(
     run's checkpoint in the output directory is continued with ``resume``, deleted with ``overwrite``."""
     if not config.data.train:
         raise ContextualError("data.train is empty: give the training text files (one tokenised sentence per line)")
+    runtime = Runtime.from_environment(config.training.device)
     if config.training.num_threads:
         torch.set_num_threads(config.training.num_threads)
-    runtime = setup_runtime(config.training.device)
     output_dir = Path(config.training.output_dir)
     checkpoint = output_dir / "checkpoint"
     if runtime.main:
@@ -358,5 +327,4 @@ def pretrain(
     try:
         return trainer.train()
     finally:
-        if runtime.distributed:
-            dist.destroy_process_group()
+        runtime.close()

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from util import DATA, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.cli import app
-from spacy_contextual.embedders.corpus import select_layers
+from spacy_contextual.corpus.job import select_layers
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 

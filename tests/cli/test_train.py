@@ -80,7 +80,7 @@ def test_output_folders_that_cannot_be_written_are_refused_before_work(config_fi
     os.mkfifo(fifo)
     bundled = bundled_model_dir("elmo")
     for override, words in [
-        (f"training.output_dir={fifo}", "device or special file"),
+        (f"training.output_dir={fifo}", "device or other special file"),
         (f"training.output_dir={config_file}", "is a file"),
         (f"training.export_dir={bundled}", ALLOW_PACKAGE_WRITE_ENV),
     ]:

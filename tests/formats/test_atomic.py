@@ -101,20 +101,20 @@ def test_export_on_a_full_disk_is_one_line(tmp_path, tiny_model_dir, monkeypatch
 def test_a_fifo_is_never_replaced(tmp_path, tiny_model_dir):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(ContextualError, match="device or special file"):
+    with pytest.raises(ContextualError, match="device or other special file"):
         with atomic_file(fifo) as tmp:
             tmp.write_text("x")
     text = tmp_path / "in.txt"
     text.write_text("the bank .\n")
     result = invoke("sense-probe", text, "--json", fifo)
-    assert result.exit_code == 1 and "device or special file" in result.stderr
+    assert result.exit_code == 1 and "device or other special file" in result.stderr
     result = invoke("export-elmo", tiny_model_dir, fifo)
     assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "not a directory" in result.stderr
     assert fifo.exists() and not fifo.is_file() and leftovers(tmp_path) == []
     (tiny_model_dir / "manifest.json").unlink()
     os.mkfifo(tiny_model_dir / "manifest.json")
     result = invoke("write-manifest", tiny_model_dir)
-    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "device or special file" in result.stderr
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "device or other special file" in result.stderr
 
 
 @pytest.mark.timeout(120)

@@ -8,28 +8,15 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from util import tiny_bilm, tiny_cove_dir
+from util import tiny_cove_dir
 
-from spacy_contextual.embedders.corpus import embed_corpus, select_layers
-from spacy_contextual.embedders.corpus_text import Corpus
+from spacy_contextual.corpus.folder import PartsError
+from spacy_contextual.corpus.job import embed_corpus, select_layers
+from spacy_contextual.corpus.lines import Corpus
 from spacy_contextual.embedders.cove import CoveEmbedder
-from spacy_contextual.embedders.elmo import ElmoEmbedder
-from spacy_contextual.embedders.hdf5_parts import PartsError
 
 LINES = ["the bank of the river .", "", "the bank", "naïve café 東京 🙂", "the bank", "a b c d e f g h"] * 7
 ENCODER = {"kind": "elmo", "test": 1}
-
-
-@pytest.fixture(scope="module")
-def elmo():
-    return ElmoEmbedder(tiny_bilm())
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    return Corpus(path)
 
 
 def read_output(path):

@@ -1,0 +1,98 @@
+"""OUTPUT.parts/, the folder beside OUTPUT where a run keeps its parts: made by this tool, and only
+ever emptied of what this tool wrote.
+
+The folder carries the marker file ``MARKER``; a folder of that name without it (or a file, or a
+symlink) is refused, never emptied, and of the files in it only the names ``OWN_FILE`` matches are
+ever deleted. A stream (stdin, a pipe), which can be read only once, is copied into it as
+``input.spool`` for every rank to read, and removed when the run ends. A full disk while writing
+into it is one error that names the file and the fix (``disk_errors``).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import ContextualError
+from ..formats.atomic import atomic_file
+
+MARKER = ".spacy-contextual-parts"
+SPOOL = "input.spool"
+# every name the tool writes in OUTPUT.parts: nothing else there is ever removed
+OWN_FILE = re.compile(
+    r"(part-\d{5}-\d{6}\.hdf5|rank-\d{5}\.lock|run\.json|input\.spool|output|sentence_to_index\.json)(\.tmp)?"
+    rf"|{re.escape(MARKER)}"
+)
+
+
+class PartsError(ContextualError):
+    """OUTPUT.parts cannot be continued or assembled as asked."""
+
+
+def parts_folder(output: Path) -> Path:
+    return output.parent / f"{output.name}.parts"
+
+
+def check_parts_folder(output: Path) -> Path:
+    """OUTPUT.parts, refused when something that is not a folder this tool made has that name."""
+    folder = parts_folder(output)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise PartsError(f"{folder} exists and is not a folder; move it away or give another OUTPUT")
+    if folder.is_dir() and not (folder / MARKER).is_file():
+        raise PartsError(
+            f"{folder} exists but was not made by spacy-contextual (it has no {MARKER} file), so it is left "
+            "alone; move it away or give another OUTPUT"
+        )
+    return folder
+
+
+def create_parts_folder(output: Path) -> Path:
+    folder = check_parts_folder(output)
+    if not folder.is_dir():
+        folder.mkdir()
+        (folder / MARKER).write_text("written by spacy-contextual elmo/cove; safe to delete\n", encoding="utf-8")
+    return folder
+
+
+def spool(stream: Path, output: Path) -> tuple[Path, list]:
+    """Copy a stream (stdin, a pipe) that can be read only once to OUTPUT.parts/input.spool, which
+    every rank can read; returns it and what identifies its text: [name, size, SHA-256]."""
+    path = create_parts_folder(output) / SPOOL
+    digest = hashlib.sha256()
+    try:
+        with disk_errors(path), atomic_file(path) as temporary, open(stream, "rb") as source:
+            with temporary.open("wb") as out:
+                while block := source.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+    except BaseException:
+        remove_spool(output)
+        raise
+    return path, [Path(stream).name, path.stat().st_size, digest.hexdigest()]
+
+
+def remove_spool(output: Path) -> None:
+    """Delete OUTPUT.parts/input.spool (a rerun reads the stream again), and the folder when nothing
+    else of a run is in it."""
+    folder = parts_folder(output)
+    (folder / SPOOL).unlink(missing_ok=True)
+    if folder.is_dir() and [path.name for path in folder.iterdir()] == [MARKER]:
+        shutil.rmtree(folder)
+
+
+@contextmanager
+def disk_errors(path: Path) -> Iterator[None]:
+    """A full disk while writing ``path`` as one line that names it and the fix."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno == errno.ENOSPC or "No space left" in str(error):
+            raise PartsError(
+                f"no space left on the device while writing {path}; free some space and run the same command to resume"
+            ) from None
+        raise
