@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from ._app import PRECISION_HELP, app, say_on_interrupt
@@ -97,6 +96,7 @@ class EmbedJob:
 
 @app.command("elmo")
 def elmo_command(
+    ctx: typer.Context,
     input_file: InputFile,
     output_file: OutputFile,
     all_layers: AllLayers = False,
@@ -127,6 +127,7 @@ def elmo_command(
     layers = _layer_choice(all_layers, top, average)
     job = EmbedJob("elmo", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
     _run(
+        ctx,
         replace(job, options_file=options_file, weight_file=weight_file, stateful=stateful, precision=precision),
         processes,
     )
@@ -134,6 +135,7 @@ def elmo_command(
 
 @app.command("cove")
 def cove_command(
+    ctx: typer.Context,
     input_file: InputFile,
     output_file: OutputFile,
     all_layers: AllLayers = False,
@@ -152,7 +154,7 @@ def cove_command(
     CoVe-1 and CoVe-2 (600 wide); datasets are keyed "0", "1", ... by line index."""
     layers = _layer_choice(all_layers, top, average)
     job = EmbedJob("cove", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
-    _run(replace(job, precision=precision), processes)
+    _run(ctx, replace(job, precision=precision), processes)
 
 
 def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
@@ -161,10 +163,10 @@ def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
     return "all" if all_layers else "top" if top else "average"
 
 
-def _run(job: EmbedJob, processes: int | None) -> None:
+def _run(ctx: typer.Context, job: EmbedJob, processes: int | None) -> None:
     """Check everything cheap, then embed; SIGINT/SIGTERM end it with one line and 128 + the signal
     (``cli/_app.py``), saying that the same command resumes."""
-    say_on_interrupt(click.get_current_context(), "run the same command to resume")
+    say_on_interrupt(ctx, "run the same command to resume")
     _check(job, processes)
     job = _with_regular_input(job)
     try:

@@ -101,7 +101,7 @@ def check_output_dir(path: PathLike) -> Path:
     package's bundled models (``output_target``)."""
     target = output_target(path)
     if target.exists() and not target.is_dir():
-        kind = "a file" if target.is_file() else "a device or special file"
+        kind = "a file" if target.is_file() else "a device or other special file"
         raise ContextualError(f"{path} is {kind}, not a directory; give a directory to write to")
     return target
 
@@ -163,11 +163,11 @@ def check_can_write(path: PathLike, protect: Iterable[PathLike] = ()) -> Path:
     if target.is_dir():
         raise IsADirectoryError(f"cannot write {target}: it is a directory; give a file name")
     check_not_special(target)
-    output_target(target)
     for kept in map(Path, protect):
         if _same_or_inside(target, kept):
             what = kept if kept.is_file() else f"a file of {kept}"
             raise ContextualError(f"cannot write {target}: it is {what}, which this command reads; give another file")
+    output_target(target)
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist; create it first")
     try:
