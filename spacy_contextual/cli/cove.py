@@ -61,10 +61,11 @@ def train_cove_command(
     from spacy.cli._util import parse_config_overrides
 
     from ..training.mt import train_mt
+    from ..training.mt_config import MTConfig
 
     overrides = parse_config_overrides(ctx.args)
     config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
-    state = train_mt(dict(config), output, resume=resume, overwrite=overwrite)
+    state = train_mt(MTConfig.from_dict(config), output, resume=resume, overwrite=overwrite)
     typer.echo(json.dumps(state["history"][-1] if state["history"] else {}, indent=1))
 
 
@@ -119,7 +120,7 @@ def bleu_command(
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
     from ..formats.bundled import resolve_model_dir
-    from ..training.mt import evaluate_bleu
+    from ..training.bleu import evaluate_bleu
 
     path = resolve_model_dir("cove", model)
     typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha, replace_unk).to_dict(), indent=1))

@@ -18,6 +18,7 @@ import torch
 from ..errors import ContextualError
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.chars import N_CHARACTERS
+from ..text_files import read_json
 from ..types import PathLike
 
 
@@ -29,11 +30,7 @@ def read_options(options_file: PathLike) -> BiLMConfig:
     path = Path(options_file)
     if not path.is_file():
         raise FileNotFoundError(f"ELMo options file not found: {path}")
-    try:
-        options = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise WeightFileError(f"{path} is not valid JSON ({err}); pass the bilm-tf options.json") from None
-    return BiLMConfig.from_options(options)
+    return BiLMConfig.from_options(read_json(path, "pass the bilm-tf options.json", WeightFileError))
 
 
 def _lstm_prefix(direction: int, layer: int) -> str:

@@ -23,6 +23,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..errors import ModelDirError
+from ..text_files import read_json
 from ..types import PathLike
 from .atomic import atomic_directory, sibling
 from .manifest import MANIFEST_NAME, verify_manifest, write_manifest
@@ -123,10 +124,7 @@ def read_config_file(path: PathLike) -> dict[str, Any]:
             f"{directory} is not a spacy-contextual model directory (no {CONFIG_NAME}); "
             "for bilm-tf files pass --options-file and --weight-file instead"
         )
-    try:
-        return json.loads(config_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ModelDirError(f"{config_path} is not valid JSON ({error}); the file is damaged") from None
+    return read_json(config_path, "the file is damaged; copy the model directory again", ModelDirError)
 
 
 def read_model_config(path: PathLike, kind: str) -> dict[str, Any]:

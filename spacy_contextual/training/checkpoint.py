@@ -24,12 +24,14 @@ from safetensors.torch import load_file, save_file
 
 from ..errors import ContextualError
 from ..formats.atomic import atomic_directory, sibling
+from ..text_files import read_json
 from ..types import PathLike
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
 
 STATE_NAME = "trainer_state.json"
 OPTIMIZER_NAME = "optimizer.safetensors"
+DAMAGED_CHECKPOINT = "the checkpoint is damaged; start the run again with --overwrite (without --resume)"
 
 
 def optimizer_to_flat(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -121,7 +123,7 @@ def load_checkpoint(
     generator, rank -> state)."""
     directory = find_checkpoint(directory)
     lm, _ = load_language_model(directory / "model")
-    state = json.loads((directory / STATE_NAME).read_text(encoding="utf-8"))
+    state = read_json(directory / STATE_NAME, DAMAGED_CHECKPOINT)
     tensors = load_file(str(directory / OPTIMIZER_NAME))
     optimizer = optimizer_from_flat(tensors, state.pop("optimizer"))
     random_states: dict[str, dict[int, torch.Tensor]] = {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ContextualError
 from ..models.bilm import BiLMConfig
+from ..text_files import read_json
 from ..types import PathLike
 from .lm import SoftmaxConfig
 
@@ -67,32 +68,40 @@ class PretrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PretrainConfig:
-        unknown = set(data) - set(SECTIONS)
-        if unknown:
-            raise ContextualError(f"unknown config sections {sorted(unknown)}; expected {list(SECTIONS)}")
-        sections = {}
-        for name, kind in SECTIONS.items():
-            values = data.get(name, {})
-            known = {f.name for f in fields(kind)}
-            bad = set(values) - known
-            if bad:
-                raise ContextualError(f"unknown keys in [{name}]: {sorted(bad)}; known: {sorted(known)}")
-            sections[name] = kind(**values)
-        return cls(**sections)
+        return cls(**sections_from_dict(data, SECTIONS))
 
     @classmethod
     def load(cls, path: PathLike, overrides: Sequence[str] = ()) -> PretrainConfig:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"config file not found: {path}")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ContextualError(f"{path} is not valid JSON: {err}") from None
+        data = read_json(path, "fix the file or give another config")
         return cls.from_dict(apply_overrides(data, overrides))
 
     def save(self, path: PathLike) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def check_keys(section: str, values: dict[str, Any], known: set[str]) -> None:
+    bad = set(values) - known
+    if bad:
+        raise ContextualError(f"unknown keys in [{section}]: {sorted(bad)}; known: {sorted(known)}")
+
+
+def sections_from_dict(data: dict[str, Any], sections: dict[str, type]) -> dict[str, Any]:
+    """Each section of ``data`` as its dataclass in ``sections``; unknown sections or keys are refused."""
+    unknown = set(data) - set(sections)
+    if unknown:
+        raise ContextualError(f"unknown config sections {sorted(unknown)}; expected {list(sections)}")
+    built = {}
+    for name, kind in sections.items():
+        values = data.get(name, {})
+        check_keys(name, values, {f.name for f in fields(kind)})
+        try:
+            built[name] = kind(**values)
+        except TypeError as error:  # a required key is missing
+            raise ContextualError(f"[{name}]: {error}") from None
+    return built
 
 
 def parse_overrides(args: Sequence[str]) -> list[str]:

@@ -16,7 +16,8 @@ from spacy_contextual.errors import ContextualError
 from spacy_contextual.formats.cove_dir import export_encoder, load_translator
 from spacy_contextual.formats.model_dir import load_tensors
 from spacy_contextual.formats.vectors import write_glove
-from spacy_contextual.training.mt import train_mt
+from spacy_contextual.training.mt import train_mt as train_mt_config
+from spacy_contextual.training.mt_config import MTConfig, MTVocabConfig
 
 EN = {
     "a": "ein",
@@ -93,6 +94,10 @@ def _config(corpus, **training):
         },
         "training": settings,
     }
+
+
+def train_mt(config: dict, output, **options):
+    return train_mt_config(MTConfig.from_dict(config), output, **options)
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +297,7 @@ def test_packaged_model_keeps_its_outputs(trained, tmp_path, precision, toleranc
 
 def test_source_vocabulary_rescales_glove_and_handles_oov(corpus):
     from spacy_contextual.formats.vectors import load_vectors
-    from spacy_contextual.training.mt import source_vocabulary
+    from spacy_contextual.training.mt_data import source_vocabulary
 
     sources = [["a", "big", "dog"], ["a", "cat", "."]]
     glove = load_vectors(corpus / "glove.txt")
@@ -304,8 +309,8 @@ def test_source_vocabulary_rescales_glove_and_handles_oov(corpus):
     words, table = source_vocabulary(sources, corpus / "glove.txt", "random", 1, seed=0)
     cat = table[words.index("cat")]
     assert "cat" in words and 0 < float(cat.abs().max()) <= 0.1
-    with pytest.raises(ValueError, match="oov must be"):
-        source_vocabulary(sources, corpus / "glove.txt", "skip", 1, seed=0)
+    with pytest.raises(ValueError, match="vocab.oov must be 'zero' or 'random', got 'skip'"):
+        MTVocabConfig(oov="skip")
 
 
 def test_bundled_model_translates_held_out_multi30k():
@@ -313,7 +318,7 @@ def test_bundled_model_translates_held_out_multi30k():
     when it was packaged (the previous model, trained on poorer GloVe vectors, scored about 23)."""
     from util import DATA
 
-    from spacy_contextual.training.mt import bleu
+    from spacy_contextual.training.bleu import bleu
     from spacy_contextual.training.mt_data import read_lines
 
     sources = read_lines(DATA / "multi30k" / "test_2016_flickr.en.gz")[:200]
