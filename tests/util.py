@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -179,6 +180,13 @@ def train_steps(nlp, examples, optimizer, steps):
     for _ in range(steps):
         nlp.update(examples, sgd=optimizer, losses=losses)
     return losses
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @contextmanager

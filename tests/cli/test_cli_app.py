@@ -7,16 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from util import (
-    GOOD_SENSE,
-    SKIP,
-    assert_one_line_error,
-    bundled_copy,
-    cli,
-    flip_middle,
-    sense_file,
-    sentences_file,
-)
+from util import GOOD_SENSE, SKIP, assert_one_line_error, bundled_copy, cli, flip_middle, sense_file, sentences_file
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 
-from util import (
-    assert_one_line_error,
-    cli,
-    sense_file,
-)
+from util import assert_one_line_error, cli, sense_file
 
 
 def test_convert_sentiment_names_file_and_line_of_bad_jsonl(tmp_path):

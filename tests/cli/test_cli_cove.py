@@ -7,11 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from util import (
-    DATA,
-    assert_one_line_error,
-    cli,
-)
+from util import DATA, assert_one_line_error, cli
 
 from spacy_contextual.formats.vectors import write_glove
 from spacy_contextual.models.text import tokenize

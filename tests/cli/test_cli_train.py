@@ -6,13 +6,7 @@ import gzip
 import json
 
 import pytest
-from util import (
-    DATA,
-    GOOD_SENSE,
-    assert_one_line_error,
-    cli,
-    sense_file,
-)
+from util import DATA, GOOD_SENSE, assert_one_line_error, cli, sense_file
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from util import (
-    REPO,
-)
+from util import REPO
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -6,8 +6,8 @@ Each runs in a temporary working directory laid out like a checkout: configs/, a
 a copy of benchmarks/, with a ../shared beside it holding a few lines of each data file of the real
 ../shared. A file that a snippet names and that cannot exist offline (the published options.json and
 weights.hdf5, a user's corpus, wmtlstm-8f474287.pth, ...) is a stand-in of the same name, made from
-the tiny random models of util.py. Commands that train run with smoke settings: spaCy's
-SPACY_CONFIG_OVERRIDES and SMOKE_ARGS (appended to the command) cap them at a step or two.
+the tiny random models of util.py. Commands that train run with smoke settings: SMOKE_ARGS, appended to
+the command, cap them at a step or two.
 `spacy project run` commands run with --dry: spaCy parses the line as written and finds the workflow
 and the vars; tests/test_project.py runs the workflows themselves in smoke form.
 
@@ -25,19 +25,17 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from browser import served
 from typer.testing import CliRunner
-from util import DATA, REPO, tiny_bilm, tiny_elmo_dir, tiny_listener_pipeline, torch_threads
+from util import DATA, REPO, free_port, tiny_bilm, tiny_elmo_dir, tiny_listener_pipeline, torch_threads
 
 DOCS = ["README.md", "CONTRIBUTING.md", "benchmarks/README.md"]
 PROJECT_RUN = re.compile(r"`(python -m spacy project run [^`]*)`")
@@ -65,10 +63,10 @@ SMOKE_ARGS = {
     "finetune-elmo": "--training.max_steps 2 --training.warmup_steps 1",
     "train-cove": "--training.max_steps 2 --training.max_epochs 1",
     "train-glove": "--epochs 1",
+    "spacy train": "--training.max_steps 2 --training.eval_frequency 1",
 }
 # commands about the checkout itself (lint): they run in the repository, and only read it
 IN_REPOSITORY = re.compile(r"ruff ")
-SPACY_SMOKE = "--training.max_steps 2 --training.eval_frequency 1"
 
 
 @dataclass
@@ -204,13 +202,13 @@ def bilm_tf_pair(options: Path, weights: Path) -> None:
 
 
 def spacy_corpus(path: Path) -> None:
-    """A .spacy file of a few tagged sentences (a tagger trains on it, convert-text reads it)."""
-    import spacy
-    from spacy.tokens import Doc, DocBin
+    """A .spacy file of 8 UD English EWT sentences (tags, morphology, heads: every shipped config trains on it)."""
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
 
-    nlp = spacy.blank("en")
-    docs = [Doc(nlp.vocab, words=["I", "like", "green", "eggs", "."], tags=["PRP", "VBP", "JJ", "NNS", "."])] * 4
-    DocBin(docs=docs).to_disk(path)
+    with gzip.open(DATA / "ud_english_ewt" / "dev.conllu.gz", "rt", encoding="utf-8") as handle:
+        sentences = handle.read().split("\n\n")[:8]
+    DocBin(docs=conllu_to_docs("\n\n".join(sentences) + "\n\n", n_sents=4)).to_disk(path)
 
 
 def published_cove(pth: Path, glove: Path) -> None:
@@ -225,6 +223,7 @@ def published_cove(pth: Path, glove: Path) -> None:
 def finetune_config(path: Path) -> None:
     config = json.loads((REPO / "configs" / "finetune_elmo_task.json").read_text(encoding="utf-8"))
     config["data"].update(train=["my_corpus.txt.gz"], valid="my_valid.txt", min_count=1)
+    config["softmax"]["cutoffs"] = [50, 200]  # a new softmax (bilm-tf weights) over the stand-in corpus's words
     config["training"]["output_dir"] = "runs/my_domain"
     path.write_text(json.dumps(config), encoding="utf-8")
 
@@ -288,7 +287,6 @@ def checkout(tmp_path, tiny_shared, monkeypatch) -> Path:
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.setenv("SPACY_CONFIG_OVERRIDES", SPACY_SMOKE)
     return work
 
 
@@ -348,15 +346,9 @@ def contextual_cli(arguments: list[str], command: str) -> None:
     assert result.exit_code == 0, f"{command}\n{result.output[-3000:]}"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def serve_dashboard(arguments: list[str], command: str) -> None:
     """`spacy-contextual app ...` as written, up to the server it execs; the server then starts on a free
-    port (tests run side by side) and must answer its health check."""
+    port (tests run side by side) and must accept connections."""
     from spacy_contextual.cli import app
 
     started = []
@@ -370,21 +362,8 @@ def serve_dashboard(arguments: list[str], command: str) -> None:
     argv, env = started[0]
     port = free_port()
     argv[argv.index("--server.port") + 1] = str(port)
-    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert server.poll() is None, server.stderr.read().decode()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                    assert answer.status == 200
-                    return
-            except OSError:
-                time.sleep(0.5)
-        pytest.fail(f"{command}: the dashboard did not answer within 120 s")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with served(argv, port, env, startup_timeout=120):
+        pass
 
 
 # -- the tests -------------------------------------------------------------------------------------------

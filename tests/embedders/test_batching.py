@@ -6,11 +6,7 @@ import gzip
 
 import numpy as np
 import pytest
-from util import (
-    DATA,
-    KINDS,
-    SENTENCES,
-)
+from util import DATA, KINDS, SENTENCES
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import gzip
 
 import pytest
-from util import (
-    DATA,
-    cli,
-)
+from util import DATA, cli
 
 from spacy_contextual.models.text import tokenize
 

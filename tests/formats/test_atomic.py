@@ -9,13 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from util import (
-    GOOD_SENSE,
-    assert_one_line_error,
-    cli,
-    sense_file,
-    sentences_file,
-)
+from util import GOOD_SENSE, assert_one_line_error, cli, sense_file, sentences_file
 
 from spacy_contextual.errors import ContextualError, ModelDirError
 from spacy_contextual.formats import atomic

@@ -7,9 +7,7 @@ import pickle
 
 import pytest
 import torch
-from util import (
-    SKIP,
-)
+from util import SKIP
 
 from spacy_contextual.formats.bilm_tf import WeightFileError, load_bilm_tf
 from spacy_contextual.formats.cove_pth import CovePthError, expected_shapes, load_cove_pth

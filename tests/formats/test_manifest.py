@@ -6,13 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from util import (
-    KINDS,
-    SENTENCES,
-    bundled_copy,
-    cli,
-    flip_middle,
-)
+from util import KINDS, SENTENCES, bundled_copy, cli, flip_middle
 
 from spacy_contextual.embedders import load_encoder
 from spacy_contextual.errors import ContextualError, ModelDirError

@@ -9,12 +9,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from util import (
-    SKIP,
-    assert_one_line_error,
-    cli,
-    sentences_file,
-)
+from util import SKIP, assert_one_line_error, cli, sentences_file
 
 from spacy_contextual.errors import ModelDirError
 from spacy_contextual.formats.bilm_dir import load_bilm, save_bilm

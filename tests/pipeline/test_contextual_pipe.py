@@ -13,12 +13,7 @@ import pytest
 import spacy
 import torch
 from spacy.language import Language
-from util import (
-    KINDS,
-    build_listener_pipeline,
-    layers_of,
-    train_steps,
-)
+from util import KINDS, build_listener_pipeline, layers_of, train_steps
 
 from spacy_contextual.formats.bundled import bundled_model_dir
 

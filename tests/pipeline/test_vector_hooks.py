@@ -5,10 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from spacy.tokens import DocBin
-from util import (
-    REPO,
-    layers_of,
-)
+from util import REPO, layers_of
 
 from spacy_contextual.pipeline import layer_source, set_vector_hooks
 

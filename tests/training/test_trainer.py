@@ -8,12 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from util import (
-    DATA,
-    assert_one_line_error,
-    cli,
-    tiny_config,
-)
+from util import DATA, assert_one_line_error, cli, tiny_config
 
 from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.trainer import pretrain

@@ -9,7 +9,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
-from util import DATA, FIXTURES, REPO, tiny_config
+from util import DATA, FIXTURES, REPO, free_port, tiny_config
 
 from spacy_contextual.cli import app
 from spacy_contextual.formats.bilm_dir import load_bilm
@@ -313,10 +312,17 @@ save_file({k: v.contiguous() for k, v in initial.items()}, f"{sys.argv[3]}/initi
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def torchrun(*args: str) -> list[str]:
+    """``python -m torch.distributed.run`` with two local processes on a free port, running ``args``."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={free_port()}",
+        *args,
+    ]
 
 
 def test_ddp_two_cpu_processes_under_torchrun_keep_identical_weights(corpus, tmp_path):
@@ -324,18 +330,12 @@ def test_ddp_two_cpu_processes_under_torchrun_keep_identical_weights(corpus, tmp
     config.save(tmp_path / "config.json")
     LMVocabulary.build(config.data.train, 2).save(tmp_path / "vocab.txt")
     (tmp_path / "ddp.py").write_text(DDP_SCRIPT, encoding="utf-8")
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node=2",
-        "--master_addr=127.0.0.1",
-        f"--master_port={free_port()}",
+    command = torchrun(
         str(tmp_path / "ddp.py"),
         str(tmp_path / "config.json"),
         str(tmp_path / "vocab.txt"),
         str(tmp_path),
-    ]
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -383,13 +383,7 @@ def test_cli_finetune_under_torchrun_trains_on_two_shards_and_reports_once(corpu
     root = FIXTURES / "tiny_anchor"
     config_file = tmp_path / "config.json"
     tiny_pretrain_config(corpus, tmp_path / "ft", max_steps=3).save(config_file)
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node=2",
-        "--master_addr=127.0.0.1",
-        f"--master_port={free_port()}",
+    command = torchrun(
         "-m",
         "spacy_contextual",
         "finetune-elmo",
@@ -397,7 +391,7 @@ def test_cli_finetune_under_torchrun_trains_on_two_shards_and_reports_once(corpu
         str(config_file),
         "--options-file",
         str(root / "options.json"),
-    ]
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
