@@ -3,6 +3,7 @@
 import gzip
 import json
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -325,3 +326,13 @@ def test_bundled_model_translates_held_out_multi30k():
     references = read_lines(DATA / "multi30k" / "test_2016_flickr.de.gz")[:200]
     translations = CoveEmbedder.load().translate(sources, beam=1)
     assert bleu([t.tokens for t in translations], references).tokenized_lowercase > 29.0
+
+
+def test_a_checkpoint_with_the_earlier_optimizer_file_is_refused_naming_it(trained, corpus, tmp_path):
+    output, _ = trained
+    shutil.copytree(output / "last", tmp_path / "last")
+    state = json.loads((tmp_path / "last" / "trainer_state.json").read_text())
+    del state["optimizer"]  # as train-cove wrote it before: the optimizer's scalars in optimizer.json
+    (tmp_path / "last" / "trainer_state.json").write_text(json.dumps(state))
+    with pytest.raises(ContextualError, match=r"last was written by an earlier version of train-cove .*--overwrite"):
+        train_mt(_config(corpus), tmp_path, resume=True)
