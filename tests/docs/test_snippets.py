@@ -409,3 +409,18 @@ def test_shell_snippet_runs(snippet, checkout):
 @pytest.mark.parametrize("where, command", inline_project_runs())
 def test_project_run_command_parses_as_written(where, command, checkout):
     run_command(command, checkout)
+
+
+def test_every_dotted_name_the_docs_write_inline_exists():
+    """`spacy_contextual.layers.layer_weights(...)` and the like, in running text: each module and name imports."""
+    import importlib
+
+    names = {m for path in DOCS for m in re.findall(r"`(spacy_contextual(?:\.\w+)+)", (REPO / path).read_text())}
+    assert names
+    for name in sorted(names):
+        parts = name.split(".")
+        found = next(i for i in range(len(parts), 0, -1) if importlib.util.find_spec(".".join(parts[:i])))
+        value = importlib.import_module(".".join(parts[:found]))
+        for attribute in parts[found:]:
+            assert hasattr(value, attribute), f"{name}: {value.__name__} has no {attribute}"
+            value = getattr(value, attribute)
