@@ -27,6 +27,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,18 +83,13 @@ class Snippet:
 
 
 def snippets(path: str) -> list[Snippet]:
-    """The fenced ```python and ```bash blocks of a Markdown file, with the line each starts on."""
+    """The fenced ```python and ```bash blocks of a Markdown file (an indented block dedented), with the
+    line each starts on."""
     text = (REPO / path).read_text(encoding="utf-8")
     return [
-        Snippet(path, text.count("\n", 0, match.start()) + 1, match.group(2), match.group(3))
+        Snippet(path, text.count("\n", 0, match.start()) + 1, match.group(2), textwrap.dedent(match.group(3)))
         for match in re.finditer(r"^( *)```(python|bash)\n(.*?)^\1```", text, re.M | re.S)
     ]
-
-
-def dedent_block(snippet: Snippet) -> str:
-    lines = snippet.code.splitlines()
-    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
-    return "\n".join(line[indent:] for line in lines) + "\n"
 
 
 def commands(script: str) -> list[str]:
@@ -137,7 +133,7 @@ def inline_project_runs() -> list[tuple[str, str]]:
 
 
 def slow_if_heavy(snippet: Snippet):
-    heavy = any(SLOW.search(command) for command in commands(dedent_block(snippet)))
+    heavy = any(SLOW.search(command) for command in commands(snippet.code))
     return pytest.param(snippet, id=snippet.name, marks=[pytest.mark.slow] if heavy else [])
 
 
@@ -383,7 +379,7 @@ def test_the_extractor_finds_the_documented_snippets():
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("snippet", [pytest.param(s, id=s.name) for s in python_snippets()])
 def test_python_snippet_runs(snippet, checkout, capsys):
-    code = dedent_block(snippet)
+    code = snippet.code
     make_standins(code, checkout)
     exec(compile(code, snippet.name, "exec"), {"__name__": "__snippet__"})
 
@@ -391,7 +387,7 @@ def test_python_snippet_runs(snippet, checkout, capsys):
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("snippet", [slow_if_heavy(s) for s in shell_snippets()])
 def test_shell_snippet_runs(snippet, checkout):
-    code = dedent_block(snippet)
+    code = snippet.code
     make_standins(code, checkout)
     ran = 0
     for command in commands(code):
