@@ -21,13 +21,13 @@ from spacy_contextual.models.bilm import BiLM
 from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.corpus import BatchStream
 from spacy_contextual.training.lm import BidirectionalLM
-from spacy_contextual.training.vocab import Vocabulary
+from spacy_contextual.training.vocab import LMVocabulary
 
 
 class PlainLSTMLM(nn.Module):
     """Word embedding -> forward / backward ``nn.LSTM(proj_size=P)`` stacks -> one full softmax."""
 
-    def __init__(self, vocab: Vocabulary, lstm_dim: int, projection_dim: int, n_layers: int):
+    def __init__(self, vocab: LMVocabulary, lstm_dim: int, projection_dim: int, n_layers: int):
         super().__init__()
         self.vocab = vocab
         self.embedding = nn.Embedding(len(vocab), projection_dim)
@@ -106,7 +106,10 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = PretrainConfig.load(args.config)
-    vocab = Vocabulary.load(args.vocab) if args.vocab else Vocabulary.build(config.data.train, config.data.min_count)
+    if args.vocab:
+        vocab = LMVocabulary.load(args.vocab)
+    else:
+        vocab = LMVocabulary.build(config.data.train, config.data.min_count)
     stream = BatchStream(config.data.train, config.data.batch_tokens, config.data.chunk_sentences, seed=0)
     batches = [batch for (_, batch), _ in zip(stream(), range(args.batches + 1), strict=False)]
     warmup, batches = batches[:1], batches[1:]

@@ -2,7 +2,8 @@
 
 Bytes that are not UTF-8 are an error naming ``file:line`` (``errors="replace"`` puts U+FFFD in
 their place instead); a truncated gzip file is an error naming the file; a JSONL line that is not a
-JSON object is an error naming ``file:line``. Nothing is skipped silently except blank JSONL lines.
+JSON object is an error naming ``file:line``; a JSON file that cannot be parsed is an error naming the
+file and the position. Nothing is skipped silently except blank JSONL lines.
 """
 
 from __future__ import annotations
@@ -85,6 +86,19 @@ def numbered_lines(path: PathLike, errors: str = "strict", fix: str = UTF8_FIX) 
         raise ValueError(f"errors must be one of {', '.join(ERROR_MODES)}, got {errors!r}")
     for number, raw in enumerate(raw_lines(path), start=1):
         yield number, decode_line(raw, path, number, errors, fix)
+
+
+def read_json(path: PathLike, fix: str, error: type[ContextualError] = InputFileError) -> Any:
+    """The parsed JSON file ``path`` (a leading byte-order mark is allowed). Bytes that are not UTF-8 or
+    text that is not JSON raise ``error``: "FILE is not valid JSON (what, where); ``fix``"."""
+    raw = Path(path).read_bytes()
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as err:
+        where = f"byte {raw[err.start]:#04x} at offset {err.start} is not UTF-8"
+    except json.JSONDecodeError as err:
+        where = f"{err.msg} at line {err.lineno} column {err.colno}"
+    raise error(f"{path} is not valid JSON ({where}); {fix}") from None
 
 
 def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:

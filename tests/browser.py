@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from util import free_port
+
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -28,12 +30,6 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 CHROMEDRIVER = "/usr/bin/chromedriver"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def chromium_binary() -> str | None:
@@ -52,16 +48,25 @@ def served_app(
         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal",
     ]  # fmt: skip
+    with served(command, port, env, startup_timeout) as server:
+        yield f"http://127.0.0.1:{port}", server
+
+
+@contextmanager
+def served(
+    command: list[str], port: int, env: dict | None = None, startup_timeout: float = 90.0
+) -> Iterator[subprocess.Popen]:
+    """Run the server ``command`` until the block ends, from the moment 127.0.0.1:``port`` accepts a
+    connection; stops exactly that process afterwards."""
     log = tempfile.TemporaryFile()
     server = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup_timeout
         while True:
             if server.poll() is not None:
                 log.seek(0)
                 raise RuntimeError(
-                    f"streamlit exited with {server.returncode}:\n{log.read().decode(errors='replace')[-3000:]}"
+                    f"{command[0]} exited with {server.returncode}:\n{log.read().decode(errors='replace')[-3000:]}"
                 )
             try:  # the local server is up once its port accepts a connection (nothing leaves this machine)
                 with socket.create_connection(("127.0.0.1", port), timeout=2):
@@ -69,9 +74,9 @@ def served_app(
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"streamlit did not answer on {url} within {startup_timeout:.0f} s")
+                raise TimeoutError(f"nothing answered on 127.0.0.1:{port} within {startup_timeout:.0f} s")
             time.sleep(0.3)
-        yield url, server
+        yield server
     finally:
         server.terminate()
         try:

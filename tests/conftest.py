@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from util import FIXTURES, tiny_bilm, torch_threads
+from util import FIXTURES, KINDS, NOSKIP, tiny_bilm, torch_threads
 
 
 def pytest_addoption(parser):
@@ -52,3 +52,42 @@ def exact_cuda():
 
     with tf32(False):
         yield
+
+
+@pytest.fixture(scope="module")
+def one_thread_per_module():
+    """One torch thread for a whole module (the tests share the machine), for modules that load the
+    bundled models once and share them."""
+    with torch_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def pipelines():
+    """Blank English pipelines with the bundled ELMo and CoVe components, shared by a module."""
+    import spacy
+
+    nlps = {}
+    for kind in KINDS:
+        nlps[kind] = spacy.blank("en")
+        nlps[kind].add_pipe(kind)
+        nlps[kind].initialize()
+    return nlps
+
+
+@pytest.fixture(scope="module")
+def embedders():
+    """The bundled ELMo and CoVe embedders, shared by a module."""
+    from spacy_contextual.embedders import load_encoder
+
+    return {kind: load_encoder(kind, "default") for kind in KINDS}
+
+
+@pytest.fixture(scope="module")
+def noskip_dir(tmp_path_factory):
+    """Our model directory holding the bilm-tf fixture without skip connections."""
+    from spacy_contextual.formats.bilm_dir import save_bilm
+    from spacy_contextual.formats.bilm_tf import load_bilm_tf
+
+    bilm = load_bilm_tf(NOSKIP / "options.json", NOSKIP / "lm_weights.hdf5")
+    return save_bilm(bilm, tmp_path_factory.mktemp("noskip") / "model")

@@ -4,6 +4,8 @@ listener pipeline, and the tiny models the dashboard tests serve."""
 from __future__ import annotations
 
 import json
+import shutil
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -270,6 +272,13 @@ def train_steps(nlp, examples, optimizer, steps):
     return losses
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @contextmanager
 def torch_threads(count: int) -> Iterator[None]:
     """Torch on ``count`` threads in this process inside the block, as each worker or rank runs (two
@@ -343,4 +352,61 @@ def tiny_listener_pipeline(elmo_dir: Path, path: Path) -> Path:
         mix.set_param("s", np.asarray(s, dtype="float32"))
         mix.set_param("gamma", np.asarray([gamma], dtype="float32"))
     nlp.to_disk(path)
+    return path
+
+
+# -- the bundled models at real size, the command line ------------------------------------------
+
+KINDS = ("elmo", "cove")
+SENTENCES = [["The", "bank", "of", "the", "river", "."], ["I", "like", "green", "eggs", "and", "ham", "."]]
+NOSKIP = FIXTURES / "tf_golden_bilmtf_noskip"
+SKIP = FIXTURES / "tf_golden_allennlp_skip"
+GOOD_SENSE = json.dumps({"word": "bank", "tokens": ["the", "bank"], "target": 1, "sense": "money"})
+
+
+def layers_of(doc, kind):
+    return doc._.get(f"{kind}_data").layers
+
+
+def cli(*args: str):
+    from typer.testing import CliRunner
+
+    from spacy_contextual.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(result, *fragments: str) -> str:
+    """Exit code 1 and one 'error: ...' line on stderr naming the fragments; no traceback."""
+    assert result.exit_code == 1, (result.exit_code, result.output[-2000:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-2000:]
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def bundled_copy(kind: str, tmp_path: Path) -> Path:
+    from spacy_contextual.formats.bundled import bundled_model_dir
+
+    return Path(shutil.copytree(bundled_model_dir(kind), tmp_path / kind))
+
+
+def flip_middle(path: Path, count: int = 64) -> None:
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    for i in range(middle, min(middle + count, len(data))):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def sentences_file(tmp_path: Path) -> Path:
+    path = tmp_path / "sentences.txt"
+    path.write_text("The bank of the river .\nI like it .\n", encoding="utf-8")
+    return path
+
+
+def sense_file(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -14,7 +14,6 @@ per source (English) token, α_t = softmax(H (W1 h_t^dec + b1)) so every row sum
 from __future__ import annotations
 
 import html
-import json
 from collections import Counter
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -22,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from ..text_files import read_json
 
 LOW_COVERAGE = 0.25  # Σ_t α below this: the source word got less than a quarter of one target word's attention
 TICK_FONT = {"size": 15, "color": "#111"}
@@ -66,7 +67,7 @@ def training_domain(model_dir: Path, bundled_dir: Path | None) -> str:
     if bundled_dir is not None and Path(model_dir).resolve() == Path(bundled_dir).resolve():
         return BUNDLED_DOMAIN
     config = Path(model_dir) / "config.json"
-    info = json.loads(config.read_text(encoding="utf-8")).get("info", {}) if config.is_file() else {}
+    info = read_json(config, "the model directory is damaged").get("info", {}) if config.is_file() else {}
     data = info.get("training_data") if isinstance(info, dict) else None
     return str(data) if data else "not recorded in this model directory (config.json has no info.training_data)."
 

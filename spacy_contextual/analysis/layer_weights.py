@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from ..errors import quoted
 from ..layers.layer_mix import layer_weights
-from ..text_files import is_dir
+from ..text_files import is_dir, read_json
 from .occurrences import InputError
 
 MIX_COLUMNS = ["component", "source", "encoder", "layer", "label", "s", "weight", "gamma"]
@@ -99,7 +99,7 @@ def write_mixes_json(pipeline: str | Path, out: str | Path, about: dict) -> dict
     mixes = listener_mixes(load_pipeline(pipeline))
     if mixes.empty:
         raise InputError(f"{pipeline} has no component with a layer mix: nothing to write")
-    meta = json.loads((pipeline / "meta.json").read_text(encoding="utf-8"))
+    meta = read_json(pipeline / "meta.json", "the pipeline is damaged; save it again")
     performance = meta.get("performance") or {}
     scores = {
         k: v for k, v in performance.items() if isinstance(v, (int, float)) and "loss" not in k and "micro" not in k
@@ -112,7 +112,7 @@ def write_mixes_json(pipeline: str | Path, out: str | Path, about: dict) -> dict
 
 def read_mixes_json(path: str | Path) -> tuple[pd.DataFrame, dict]:
     """(mixes, the rest of the document: about, scores) from a file ``write_mixes_json`` wrote."""
-    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    document = read_json(path, "give a file that write_mixes_json wrote")
     return pd.DataFrame(document["mixes"], columns=MIX_COLUMNS), {k: v for k, v in document.items() if k != "mixes"}
 
 

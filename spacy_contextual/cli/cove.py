@@ -64,6 +64,7 @@ def train_cove_command(
     from ..training.checkpoint import check_checkpoint_files, has_checkpoint
     from ..training.config import MT_RANGES, check_ranges
     from ..training.mt import train_mt
+    from ..training.mt_config import MTConfig
     from .train import say_how_to_resume
 
     overrides = parse_config_overrides(ctx.args)
@@ -73,7 +74,7 @@ def train_cove_command(
     if resume and has_checkpoint(output / "last"):
         check_checkpoint_files(output / "last")
     say_how_to_resume(ctx, output / "last")
-    state = train_mt(dict(config), output, resume=resume, overwrite=overwrite)
+    state = train_mt(MTConfig.from_dict(config), output, resume=resume, overwrite=overwrite)
     typer.echo(json.dumps(state["history"][-1] if state["history"] else {}, indent=1))
 
 
@@ -129,7 +130,7 @@ def bleu_command(
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
     from ..formats.bundled import resolve_model_dir
-    from ..training.mt import evaluate_bleu
+    from ..training.bleu import evaluate_bleu
 
     path = resolve_model_dir("cove", model)
     typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha, replace_unk).to_dict(), indent=1))

@@ -43,6 +43,7 @@ import h5py
 import numpy as np
 
 from ..formats.atomic import atomic_file, fsync_directory, fsync_file
+from ..text_files import read_json
 from .folder import MARKER, OWN_FILE, PartsError, disk_errors, parts_folder
 from .lines import Corpus
 
@@ -74,7 +75,7 @@ class PartsFolder:
             if any(self._own("part-*.hdf5")):
                 raise PartsError(f"{self.folder} holds parts but no {RUN_FILE}; delete the folder to start over")
             return
-        recorded = json.loads(run_file.read_text(encoding="utf-8"))
+        recorded = read_json(run_file, f"delete {self.folder} to start over", PartsError)
         if recorded == settings:
             return
         start_over = f"delete {self.folder} (and any {self.output.name} made from it) to start over"

@@ -26,7 +26,7 @@ from ..formats.cove_pth import load_published_cove
 from ..formats.detect import COVE_PTH, cove_pth_files, format_of
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translation, Translator
-from ..models.text import Vocab, detokenize, pad, replace_unknown, tokenize
+from ..models.text import MTVocab, detokenize, pad, replace_unknown, tokenize
 from ..types import PathLike
 from .batching import plan_batches
 from .embedder import Embedder
@@ -57,7 +57,7 @@ class CoveEmbedder(Embedder):
         self.longest_training_sentence = longest_training_sentence  # in tokens; None: not recorded
         self.layers = layers.to(self.device).eval()
         self.translator = None if translator is None else translator.to(self.device).eval()
-        self.target_vocab = None if target_vocab is None else Vocab(target_vocab)
+        self.target_vocab = None if target_vocab is None else MTVocab(target_vocab)
         n_lstm = layers.encoder.num_layers
         self.layer_names = ["glove"] + [f"cove{j}" for j in range(1, n_lstm + 1)]
         self.layer_labels = ["GloVe"] + [f"CoVe-{j}" for j in range(1, n_lstm + 1)]
@@ -88,7 +88,7 @@ class CoveEmbedder(Embedder):
         return cls(load_published_cove(pth_path, glove_path, vocab), **kwargs)
 
     @property
-    def vocab(self) -> Vocab:
+    def vocab(self) -> MTVocab:
         return self.layers.vocab
 
     # -- embedding ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ..errors import ContextualError
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.char_cnn import CharCNN
 from ..models.chars import N_CHARACTERS
+from ..text_files import read_json
 from ..types import PathLike
 from .budget import build_within_budget
 from .hdf5_contained import check_self_contained
@@ -33,10 +34,7 @@ def read_options(options_file: PathLike) -> BiLMConfig:
     path = Path(options_file)
     if not path.is_file():
         raise FileNotFoundError(f"ELMo options file not found: {path}")
-    try:
-        options = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise WeightFileError(f"{path} is not valid JSON ({err}); pass the bilm-tf options.json") from None
+    options = read_json(path, "pass the bilm-tf options.json", WeightFileError)
     try:
         config = BiLMConfig.from_options(options)
     except (ValueError, TypeError, AttributeError) as err:

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from ..errors import ContextualError
+from ..text_files import read_json
 from .catalog import CatalogEntry
 from .manifest import file_digest
 
@@ -57,7 +58,7 @@ def read_record(directory: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = read_json(path, f"fetch the model again with: {DOWNLOAD_COMMAND} {directory.name}", CacheError)
         files, downloads = record["files"], record["downloads"]
         if not all(isinstance(e.get("bytes"), int) and isinstance(e.get("sha256"), str) for e in files.values()):
             raise ValueError("every file needs bytes and sha256")

@@ -14,13 +14,13 @@ Each file of an entry is saved under its key in the model's cache directory; ``u
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ContextualError, quoted
+from ..text_files import read_json
 from ..types import PathLike
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
@@ -127,10 +127,7 @@ def read_catalog(path: PathLike) -> dict[str, CatalogEntry]:
     path = Path(path).expanduser()
     if not path.is_file():
         raise CatalogError(f"the model catalog {path} does not exist; give the path of a catalog JSON file")
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CatalogError(f"cannot read the model catalog {path} ({error}); give a JSON file") from None
+    document = read_json(path, "give a model catalog JSON file", CatalogError)
     models = document.get("models") if isinstance(document, dict) else None
     if not isinstance(models, dict):
         raise CatalogError(f'the model catalog {path} has no "models" object: {{"models": {{name: entry}}}}')

@@ -12,11 +12,11 @@ ours, so that the reader of the likelier format names what is wrong with it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..errors import ModelDirError
+from ..errors import ContextualError, ModelDirError
 from ..models.bilm import BiLM
+from ..text_files import read_json
 from ..types import PathLike
 from .bilm_dir import load_bilm
 from .bilm_tf import load_bilm_tf
@@ -43,8 +43,8 @@ def format_of(path: PathLike) -> str | None:
     config = directory / CONFIG_NAME
     if config.is_file():
         try:
-            data = json.loads(config.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            data = read_json(config, "its reader names what is wrong")
+        except ContextualError:
             return OURS
         ours = isinstance(data, dict) and ("kind" in data or "format_version" in data)
         theirs = (isinstance(data, dict) and "config_path" in data) or (directory / ENCODER_NAME).is_file()

@@ -13,6 +13,7 @@ import json
 from pathlib import Path, PurePosixPath
 
 from ..errors import ModelDirError, quoted
+from ..text_files import read_json
 from ..types import PathLike
 from .atomic import atomic_file
 
@@ -69,8 +70,8 @@ def read_manifest(directory: PathLike) -> dict[str, dict]:
             f"{directory} has no {MANIFEST_NAME} (the SHA-256 of its files), so its files cannot be checked; "
             f"if you trust them, write one with: {WRITE_COMMAND} {directory}"
         )
+    manifest = read_json(path, "copy the model directory again", ModelDirError)
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
         files = manifest["files"]
         if manifest.get("algorithm") != ALGORITHM or not all(
             isinstance(entry.get("bytes"), int) and isinstance(entry.get(ALGORITHM), str) for entry in files.values()

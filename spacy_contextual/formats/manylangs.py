@@ -20,7 +20,6 @@ gates reordered from i, f, g, o to i, j(=g), f, o.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 from pathlib import Path
@@ -31,6 +30,7 @@ import torch
 from ..errors import ModelDirError
 from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.manylangs_ids import CHAR_SPECIALS, WORD_SPECIALS
+from ..text_files import read_json
 from ..types import PathLike
 from .model_config import MANYLANGS, Rule, integer, number, one_of, validate_section
 from .model_dir import check_finite, check_state
@@ -278,7 +278,4 @@ def load_manylangs(path: PathLike, stateful: bool = False) -> ManyLangsBiLM:
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ModelDirError(f"{path} is not valid JSON ({error}); the file is damaged") from None
+    return read_json(path, "the file is damaged", ModelDirError)

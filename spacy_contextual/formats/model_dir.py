@@ -23,7 +23,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..errors import ModelDirError
+from ..errors import ContextualError, ModelDirError
+from ..text_files import read_json
 from ..types import PathLike
 from .atomic import atomic_directory, sibling
 from .manifest import MANIFEST_NAME, verify_manifest, write_manifest
@@ -58,8 +59,8 @@ def is_model_dir(path: Path) -> bool:
     if (path / MANIFEST_NAME).is_file():
         return True
     try:
-        config = json.loads((path / CONFIG_NAME).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = read_json(path / CONFIG_NAME, "not a model directory of ours")
+    except (OSError, ContextualError):
         return False
     return isinstance(config, dict) and "kind" in config
 
@@ -145,10 +146,7 @@ def read_config_file(path: PathLike) -> dict[str, Any]:
             f"{directory} is not a spacy-contextual model directory (no {CONFIG_NAME}); "
             "for bilm-tf files pass --options-file and --weight-file instead"
         )
-    try:
-        return json.loads(config_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ModelDirError(f"{config_path} is not valid JSON ({error}); the file is damaged") from None
+    return read_json(config_path, "the file is damaged; copy the model directory again", ModelDirError)
 
 
 def read_model_config(path: PathLike, kind: str) -> dict[str, Any]:

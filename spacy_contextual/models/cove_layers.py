@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from .mtlstm import MTLSTM
-from .text import Vocab, pad
+from .text import MTVocab, pad
 
 
 class CoveLayers(nn.Module):
@@ -31,7 +31,7 @@ class CoveLayers(nn.Module):
             )
         self.encoder = encoder
         self.register_buffer("source_vectors", source_vectors.float())
-        self.vocab = Vocab(vocab)
+        self.vocab = MTVocab(vocab)
 
     @property
     def layer_widths(self) -> list[int]:

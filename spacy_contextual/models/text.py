@@ -50,8 +50,9 @@ def join_subwords(tokens: Sequence[str]) -> list[str]:
     return words
 
 
-class Vocab:
-    """String <-> id mapping over a word list that starts with ``SPECIALS``."""
+class MTVocab:
+    """The translation model's token <-> id table: a word list that starts with ``SPECIALS``
+    (``<pad>``, ``<unk>``, ``<s>``, ``</s>``). The biLM's softmax vocabulary is ``training.vocab.LMVocabulary``."""
 
     def __init__(self, words: Sequence[str]):
         if list(words[: len(SPECIALS)]) != SPECIALS:

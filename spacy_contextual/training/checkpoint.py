@@ -28,12 +28,14 @@ from safetensors.torch import load_file, save_file
 from ..errors import ContextualError
 from ..formats.atomic import atomic_directory, sibling
 from ..formats.model_dir import check_finite
+from ..text_files import read_json
 from ..types import PathLike
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
 
 STATE_NAME = "trainer_state.json"
 OPTIMIZER_NAME = "optimizer.safetensors"
+DAMAGED_CHECKPOINT = "the checkpoint is damaged; start the run again with --overwrite (without --resume)"
 
 
 def optimizer_to_flat(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -155,12 +157,9 @@ def damaged(path: Path, problem: str) -> CheckpointError:
 def read_json_object(path: Path) -> dict[str, Any]:
     """A checkpoint's JSON file (trainer_state.json, optimizer.json): an object with an integer ``step``
     where it is the trainer state."""
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise damaged(path, f"not valid JSON: {error}") from None
-    except FileNotFoundError:
-        raise damaged(path, "missing") from None
+    if not path.is_file():
+        raise damaged(path, "missing")
+    state = read_json(path, DAMAGED_CHECKPOINT, CheckpointError)
     if not isinstance(state, dict) or (path.name == STATE_NAME and not isinstance(state.get("step"), int)):
         raise damaged(path, "expected a JSON object" + (" with an integer 'step'" if path.name == STATE_NAME else ""))
     return state

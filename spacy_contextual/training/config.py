@@ -31,6 +31,7 @@ from ..formats.model_config import (
     validate_section,
 )
 from ..models.bilm import BiLMConfig
+from ..text_files import read_json
 from ..types import PathLike
 from .lm import SoftmaxConfig
 
@@ -180,18 +181,9 @@ class PretrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "the config") -> PretrainConfig:
         """The config of ``data`` (the sections, defaults filled in), every value checked (``RULES``)."""
-        unknown = set(data) - set(SECTIONS)
-        if unknown:
-            raise ContextualError(f"unknown config sections {sorted(unknown)}; expected {list(SECTIONS)}")
-        sections = {}
-        for name, kind in SECTIONS.items():
-            values = data.get(name, {})
-            known = {f.name for f in fields(kind)}
-            bad = set(values) - known
-            if bad:
-                raise ContextualError(f"unknown keys in [{name}]: {sorted(bad)}; known: {sorted(known)}")
-            sections[name] = kind(**values)
-            validate_section(asdict(sections[name]), RULES[name], source, f"{name}.")
+        sections = sections_from_dict(data, SECTIONS)
+        for name, section in sections.items():
+            validate_section(asdict(section), RULES[name], source, f"{name}.")
         return cls(**sections)
 
     @classmethod
@@ -199,15 +191,34 @@ class PretrainConfig:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"config file not found: {path}")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ContextualError(f"{path} is not valid JSON: {err}") from None
+        data = read_json(path, "fix the file or give another config")
         return cls.from_dict(apply_overrides(data, overrides), str(path))
 
     def save(self, path: PathLike) -> None:
         with atomic_file(path) as tmp:
             tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def check_keys(section: str, values: dict[str, Any], known: set[str]) -> None:
+    bad = set(values) - known
+    if bad:
+        raise ContextualError(f"unknown keys in [{section}]: {sorted(bad)}; known: {sorted(known)}")
+
+
+def sections_from_dict(data: dict[str, Any], sections: dict[str, type]) -> dict[str, Any]:
+    """Each section of ``data`` as its dataclass in ``sections``; unknown sections or keys are refused."""
+    unknown = set(data) - set(sections)
+    if unknown:
+        raise ContextualError(f"unknown config sections {sorted(unknown)}; expected {list(sections)}")
+    built = {}
+    for name, kind in sections.items():
+        values = data.get(name, {})
+        check_keys(name, values, {f.name for f in fields(kind)})
+        try:
+            built[name] = kind(**values)
+        except TypeError as error:  # a required key is missing
+            raise ContextualError(f"[{name}]: {error}") from None
+    return built
 
 
 def parse_overrides(args: Sequence[str]) -> list[str]:

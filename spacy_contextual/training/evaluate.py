@@ -21,7 +21,7 @@ from ..formats.model_dir import read_model_config
 from ..types import PathLike
 from .corpus import BatchStream, iter_sentences
 from .lm import BidirectionalLM, SoftmaxConfig
-from .vocab import Vocabulary
+from .vocab import LMVocabulary
 
 
 def perplexity(lm: BidirectionalLM, path: PathLike, max_sentences: int | None = None, batch_tokens: int = 4000) -> dict:
@@ -56,7 +56,7 @@ def perplexity(lm: BidirectionalLM, path: PathLike, max_sentences: int | None = 
 def load_language_model(
     model: PathLike,
     options_file: PathLike | None = None,
-    vocab: Vocabulary | None = None,
+    vocab: LMVocabulary | None = None,
     softmax_config: SoftmaxConfig | None = None,
     seed: int = 0,
 ) -> tuple[BidirectionalLM, bool]:
@@ -74,7 +74,7 @@ def load_language_model(
     else:
         bilm = load_bilm(path)
         softmax_state, words = load_softmax(path)
-        model_vocab = Vocabulary(words) if words else None
+        model_vocab = LMVocabulary(words) if words else None
     if softmax_state is not None and model_vocab is not None and (vocab is None or vocab.words == model_vocab.words):
         saved = saved_softmax_config(path)
         lm = BidirectionalLM(bilm, model_vocab, saved)

@@ -21,7 +21,7 @@ from .checkpoint import prepare_checkpoint_dir
 from .config import PretrainConfig
 from .evaluate import load_language_model, perplexity
 from .trainer import pretrain
-from .vocab import Vocabulary
+from .vocab import LMVocabulary
 
 
 def finetune(
@@ -46,9 +46,9 @@ def finetune(
         lm, new_softmax = load_language_model(model)
     else:
         vocab = (
-            Vocabulary.load(config.data.vocab)
+            LMVocabulary.load(config.data.vocab)
             if config.data.vocab
-            else Vocabulary.build(config.data.train, config.data.min_count)
+            else LMVocabulary.build(config.data.train, config.data.min_count)
         )
         lm, new_softmax = load_language_model(
             model, options_file, vocab=vocab, softmax_config=config.softmax, seed=config.training.seed

@@ -32,7 +32,7 @@ from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
 from .corpus import Windows
 from .sampled_softmax import SampledSoftmax
-from .vocab import Vocabulary
+from .vocab import LMVocabulary
 
 
 @dataclass
@@ -82,7 +82,7 @@ class LMLoss(NamedTuple):
 class BidirectionalLM(nn.Module):
     """A :class:`BiLM` plus the shared softmax: the network that is trained."""
 
-    def __init__(self, bilm: BiLM, vocab: Vocabulary, softmax_config: SoftmaxConfig, dropout: float = 0.0):
+    def __init__(self, bilm: BiLM, vocab: LMVocabulary, softmax_config: SoftmaxConfig, dropout: float = 0.0):
         super().__init__()
         self.bilm = bilm
         self.vocab = vocab

@@ -1,6 +1,7 @@
-"""Multi30k text for training the CoVe MT model: reading parallel files, building vocabularies,
-learning subwords (byte-pair encoding, Sennrich et al. 2016, on the German training words) and
-length-sorted batches. The token and vocabulary conventions themselves are in ``models/text.py``.
+"""Multi30k text for training the CoVe MT model: reading parallel files, building vocabularies (the
+English source with its fixed GloVe rows), learning subwords (byte-pair encoding, Sennrich et al.
+2016, on the German training words) and length-sorted batches. The token and vocabulary conventions
+themselves are in ``models/text.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import torch
 
 from ..errors import ContextualError
+from ..formats.vectors import load_vectors
 from ..models.text import BOS_ID, EOS_ID, SPECIALS, SUBWORD_PREFIX, UNK, pad, tokenize
 from ..text_files import numbered_lines
 from ..types import PathLike
@@ -51,6 +53,38 @@ def build_vocab(sentences: Iterable[Sequence[str]], min_count: int = 1, max_size
     counts = Counter(token for sentence in sentences for token in sentence)
     words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
     return SPECIALS + words[: None if max_size is None else max_size - len(SPECIALS)]
+
+
+def source_vocabulary(
+    train_sources: Sequence[Sequence[str]],
+    glove_path: PathLike,
+    oov: str,
+    min_count: int,
+    seed: int,
+    input_std: float = 0.0,
+) -> tuple[list[str], torch.Tensor]:
+    """English vocabulary and its fixed 300-d rows (specials: zero).
+
+    ``oov = "zero"`` keeps the training words that have a GloVe vector (the rest read as ``<unk>``, the
+    zero vector); ``"random"`` keeps them all, those without GloVe getting fixed uniform(+-0.1) rows.
+    ``input_std > 0`` multiplies the GloVe rows by one scalar so that their per-dimension standard
+    deviation is ``input_std`` (GloVe 840B has about 0.4): directions and neighbours are unchanged,
+    but vectors trained briefly on a small corpus are an order of magnitude smaller than that, which
+    starves the encoder's input gates at the usual uniform(+-0.1) initialisation."""
+    candidates = build_vocab(train_sources, min_count)[len(SPECIALS) :]
+    static = load_vectors(glove_path, vocab=candidates)
+    index = static.index()
+    words = [w for w in candidates if w in index] if oov == "zero" else candidates
+    found = [index[w] for w in words if w in index]
+    scale = input_std / float(static.vectors[found].std()) if input_std > 0 and found else 1.0
+    table = torch.zeros(len(SPECIALS) + len(words), static.dim)
+    generator = torch.Generator().manual_seed(seed)
+    for row, word in enumerate(words, start=len(SPECIALS)):
+        if word in index:
+            table[row] = torch.from_numpy(static.vectors[index[word]]) * scale
+        else:
+            table[row] = torch.rand(static.dim, generator=generator) * 0.2 - 0.1
+    return SPECIALS + words, table
 
 
 def batches(

@@ -44,7 +44,7 @@ from .config import PretrainConfig
 from .corpus import BatchStream, StreamPosition, Windows, WindowStream
 from .evaluate import perplexity
 from .lm import BidirectionalLM
-from .vocab import Vocabulary
+from .vocab import LMVocabulary
 
 CHECKPOINT, VALIDATE, STOP = 1, 2, 4
 VOCAB_TIMEOUT = timedelta(hours=6)  # rank 0 counts the words of every training file meanwhile
@@ -83,15 +83,15 @@ def learning_rate(config: PretrainConfig, step: int) -> float:
     return t.lr - (t.lr - t.lr_min) * progress
 
 
-def prepare_vocab(config: PretrainConfig, runtime: Runtime, output_dir: Path) -> Vocabulary:
+def prepare_vocab(config: PretrainConfig, runtime: Runtime, output_dir: Path) -> LMVocabulary:
     """The configured vocab.txt, or one built from the training files (by rank 0) and saved."""
     path = Path(config.data.vocab) if config.data.vocab else output_dir / "vocab.txt"
     if not path.is_file() and config.data.vocab:
         raise FileNotFoundError(f"data.vocab = {path} does not exist; leave it empty to build one from data.train")
     if not path.is_file() and runtime.main:
-        Vocabulary.build(config.data.train, config.data.min_count).save(path)
+        LMVocabulary.build(config.data.train, config.data.min_count).save(path)
     runtime.barrier("the vocabulary", VOCAB_TIMEOUT)
-    return Vocabulary.load(path)
+    return LMVocabulary.load(path)
 
 
 class Trainer:
@@ -292,7 +292,7 @@ def count_words(batch) -> int:
     return sum(len(sentence) for sentence in batch)
 
 
-def build_language_model(config: PretrainConfig, vocab: Vocabulary) -> BidirectionalLM:
+def build_language_model(config: PretrainConfig, vocab: LMVocabulary) -> BidirectionalLM:
     torch.manual_seed(config.training.seed)
     return BidirectionalLM(BiLM(config.model), vocab, config.softmax)
 

@@ -21,7 +21,10 @@ UNK_TOKEN = "<UNK>"
 SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
 
 
-class Vocabulary:
+class LMVocabulary:
+    """The biLM softmax vocabulary (``<S>``, ``</S>``, ``<UNK>``, then words by count); the translation
+    model's token table is ``models.text.MTVocab``."""
+
     def __init__(self, words: Sequence[str]):
         if tuple(words[: len(SPECIALS)]) != SPECIALS:
             raise ContextualError(f"a vocabulary must start with {list(SPECIALS)}, got {list(words[:3])}")
@@ -42,14 +45,14 @@ class Vocabulary:
         return [self.bos, *(self.index.get(w, self.unk) for w in sentence), self.eos]
 
     @classmethod
-    def from_counts(cls, counts: Counter, min_count: int = 3) -> Vocabulary:
+    def from_counts(cls, counts: Counter, min_count: int = 3) -> LMVocabulary:
         kept = sorted(
             (w for w, c in counts.items() if c >= min_count and w not in SPECIALS), key=lambda w: (-counts[w], w)
         )
         return cls([*SPECIALS, *kept])
 
     @classmethod
-    def build(cls, paths: Iterable[PathLike], min_count: int = 3) -> Vocabulary:
+    def build(cls, paths: Iterable[PathLike], min_count: int = 3) -> LMVocabulary:
         counts: Counter = Counter()
         for path in paths:
             for sentence in iter_sentences(path):
@@ -64,5 +67,5 @@ class Vocabulary:
             tmp.write_text("\n".join(self.words) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, path: PathLike) -> Vocabulary:
+    def load(cls, path: PathLike) -> LMVocabulary:
         return cls(Path(path).read_text(encoding="utf-8").rstrip("\n").split("\n"))

@@ -109,7 +109,9 @@ def test_an_invalid_entry_is_refused_with_the_file_and_the_model(tmp_path, name,
 def test_an_unreadable_catalog_is_one_clear_error(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text("{not json")
-    with pytest.raises(CatalogError, match="cannot read the model catalog .*broken.json"):
+    with pytest.raises(
+        CatalogError, match=r"broken.json is not valid JSON \(.* line 1 column 2\); give a model catalog"
+    ):
         read_catalog(path)
     path.write_text("[]")
     with pytest.raises(CatalogError, match='has no "models" object'):

@@ -3,6 +3,7 @@
 import gzip
 import json
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ from spacy_contextual.errors import ContextualError
 from spacy_contextual.formats.cove_dir import export_encoder, load_translator
 from spacy_contextual.formats.model_dir import load_tensors
 from spacy_contextual.formats.vectors import write_glove
-from spacy_contextual.training.mt import train_mt
+from spacy_contextual.training.mt import train_mt as train_mt_config
+from spacy_contextual.training.mt_config import MTConfig, MTVocabConfig
 
 EN = {
     "a": "ein",
@@ -93,6 +95,10 @@ def _config(corpus, **training):
         },
         "training": settings,
     }
+
+
+def train_mt(config: dict, output, **options):
+    return train_mt_config(MTConfig.from_dict(config), output, **options)
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +298,7 @@ def test_packaged_model_keeps_its_outputs(trained, tmp_path, precision, toleranc
 
 def test_source_vocabulary_rescales_glove_and_handles_oov(corpus):
     from spacy_contextual.formats.vectors import load_vectors
-    from spacy_contextual.training.mt import source_vocabulary
+    from spacy_contextual.training.mt_data import source_vocabulary
 
     sources = [["a", "big", "dog"], ["a", "cat", "."]]
     glove = load_vectors(corpus / "glove.txt")
@@ -304,8 +310,8 @@ def test_source_vocabulary_rescales_glove_and_handles_oov(corpus):
     words, table = source_vocabulary(sources, corpus / "glove.txt", "random", 1, seed=0)
     cat = table[words.index("cat")]
     assert "cat" in words and 0 < float(cat.abs().max()) <= 0.1
-    with pytest.raises(ValueError, match="oov must be"):
-        source_vocabulary(sources, corpus / "glove.txt", "skip", 1, seed=0)
+    with pytest.raises(ValueError, match="vocab.oov must be 'zero' or 'random', got 'skip'"):
+        MTVocabConfig(oov="skip")
 
 
 def test_bundled_model_translates_held_out_multi30k():
@@ -313,10 +319,20 @@ def test_bundled_model_translates_held_out_multi30k():
     when it was packaged (the previous model, trained on poorer GloVe vectors, scored about 23)."""
     from util import DATA
 
-    from spacy_contextual.training.mt import bleu
+    from spacy_contextual.training.bleu import bleu
     from spacy_contextual.training.mt_data import read_lines
 
     sources = read_lines(DATA / "multi30k" / "test_2016_flickr.en.gz")[:200]
     references = read_lines(DATA / "multi30k" / "test_2016_flickr.de.gz")[:200]
     translations = CoveEmbedder.load().translate(sources, beam=1)
     assert bleu([t.tokens for t in translations], references).tokenized_lowercase > 29.0
+
+
+def test_a_checkpoint_with_the_earlier_optimizer_file_is_refused_naming_it(trained, corpus, tmp_path):
+    output, _ = trained
+    shutil.copytree(output / "last", tmp_path / "last")
+    state = json.loads((tmp_path / "last" / "trainer_state.json").read_text())
+    del state["optimizer"]  # as train-cove wrote it before: the optimizer's scalars in optimizer.json
+    (tmp_path / "last" / "trainer_state.json").write_text(json.dumps(state))
+    with pytest.raises(ContextualError, match=r"last was written by an earlier version of train-cove .*--overwrite"):
+        train_mt(_config(corpus), tmp_path, resume=True)

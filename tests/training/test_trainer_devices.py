@@ -21,7 +21,7 @@ from spacy_contextual.training.corpus import StreamPosition
 from spacy_contextual.training.evaluate import load_language_model, perplexity
 from spacy_contextual.training.lm import BidirectionalLM, SoftmaxConfig
 from spacy_contextual.training.trainer import Trainer, build_language_model, pretrain
-from spacy_contextual.training.vocab import Vocabulary
+from spacy_contextual.training.vocab import LMVocabulary
 
 CPU = Runtime(rank=0, world_size=1, device=torch.device("cpu"))
 
@@ -55,7 +55,7 @@ def config_for(train_text, output_dir, data=None, softmax=None, **training) -> P
 
 def trainer_for(train_text, tmp_path) -> Trainer:
     config = config_for(train_text, tmp_path / "run", max_steps=1)
-    return Trainer(config, build_language_model(config, Vocabulary.build([train_text], 2)), CPU, log=lambda m: None)
+    return Trainer(config, build_language_model(config, LMVocabulary.build([train_text], 2)), CPU, log=lambda m: None)
 
 
 class Gathered(Exception):
@@ -116,7 +116,7 @@ def test_checkpoint_restores_the_gpu_random_state(train_text, tmp_path, monkeypa
 
 def test_biLM_loss_under_autocast_backpropagates(train_text):
     """The training objective under bf16 autocast: the softmax and the loss stay float32."""
-    vocab = Vocabulary.build([train_text], 2)
+    vocab = LMVocabulary.build([train_text], 2)
     torch.manual_seed(0)
     lm = BidirectionalLM(BiLM(tiny_config()), vocab, SoftmaxConfig([50, 200], 2.0)).train()
     sentences = [["The", "cat", "sat", "."], ["A", "dog", "barked", "at", "the", "cat", "!"]]

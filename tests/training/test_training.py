@@ -9,7 +9,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
-from util import DATA, FIXTURES, REPO, tiny_config
+from util import DATA, FIXTURES, REPO, free_port, tiny_config
 
 from spacy_contextual.cli import app
 from spacy_contextual.formats.bilm_dir import load_bilm
@@ -35,7 +34,7 @@ from spacy_contextual.training.evaluate import load_language_model, perplexity
 from spacy_contextual.training.finetune import finetune
 from spacy_contextual.training.lm import BidirectionalLM, SoftmaxConfig
 from spacy_contextual.training.trainer import pretrain
-from spacy_contextual.training.vocab import Vocabulary
+from spacy_contextual.training.vocab import LMVocabulary
 
 CORPUS = DATA / "lm_corpus"
 
@@ -86,11 +85,11 @@ def quiet(message: str) -> None:
 def test_vocabulary_keeps_words_seen_three_times_plus_specials(tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("a a a b b c\na d d d\n\n", encoding="utf-8")
-    vocab = Vocabulary.build([text])
+    vocab = LMVocabulary.build([text])
     assert vocab.words == ["<S>", "</S>", "<UNK>", "a", "d"]
     assert vocab.encode(["a", "b", "zzz", "d"]) == [0, 3, 2, 2, 4, 1]
     vocab.save(tmp_path / "vocab.txt")
-    assert Vocabulary.load(tmp_path / "vocab.txt").words == vocab.words
+    assert LMVocabulary.load(tmp_path / "vocab.txt").words == vocab.words
 
 
 def test_ddp_shards_partition_the_corpus(corpus):
@@ -117,7 +116,7 @@ def test_batch_stream_resumes_at_a_position(corpus):
 
 def test_lm_loss_is_the_sum_of_forward_and_backward_predictions(corpus):
     train, _ = corpus
-    vocab = Vocabulary.build([train], min_count=2)
+    vocab = LMVocabulary.build([train], min_count=2)
     torch.manual_seed(0)
     lm = BidirectionalLM(BiLM(tiny_config()), vocab, SoftmaxConfig([50, 200], 2.0)).eval()
     sentences = [["The", "cat", "sat", "."], ["A", "dog", "!"], ["Hi"]]
@@ -166,7 +165,7 @@ def test_window_loss_with_carried_state_equals_one_long_window(corpus):
     """Truncated BPTT: two consecutive windows from the carried states score exactly like one window
     twice as long from zero state."""
     train, _ = corpus
-    vocab = Vocabulary.build([train], min_count=2)
+    vocab = LMVocabulary.build([train], min_count=2)
     torch.manual_seed(0)
     lm = BidirectionalLM(BiLM(tiny_config()), vocab, SoftmaxConfig([50, 200], 2.0)).eval()
     stream = WindowStream([train], batch_tokens=24, bptt_steps=8)
@@ -200,7 +199,7 @@ def test_training_lowers_validation_perplexity(corpus, tmp_path, data, softmax):
     config.softmax = replace(config.softmax, **softmax)
     torch.manual_seed(0)
     summary = pretrain(config, log=quiet)
-    vocab = Vocabulary.load(tmp_path / "run" / "vocab.txt")
+    vocab = LMVocabulary.load(tmp_path / "run" / "vocab.txt")
     torch.manual_seed(config.training.seed)
     untrained = BidirectionalLM(BiLM(config.model), vocab, config.softmax)
     before = perplexity(untrained, config.data.valid)["average"]
@@ -301,10 +300,10 @@ import torch
 from safetensors.torch import save_file
 from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.trainer import build_language_model, pretrain
-from spacy_contextual.training.vocab import Vocabulary
+from spacy_contextual.training.vocab import LMVocabulary
 
 config = PretrainConfig.load(sys.argv[1])
-lm = build_language_model(config, Vocabulary.load(sys.argv[2]))
+lm = build_language_model(config, LMVocabulary.load(sys.argv[2]))
 initial = {k: v.clone() for k, v in lm.state_dict().items()}
 summary = pretrain(config, lm=lm, log=lambda m: None)
 rank = os.environ["RANK"]
@@ -313,29 +312,30 @@ save_file({k: v.contiguous() for k, v in initial.items()}, f"{sys.argv[3]}/initi
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_ddp_two_cpu_processes_under_torchrun_keep_identical_weights(corpus, tmp_path):
-    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=5, dropout=0.1)
-    config.save(tmp_path / "config.json")
-    Vocabulary.build(config.data.train, 2).save(tmp_path / "vocab.txt")
-    (tmp_path / "ddp.py").write_text(DDP_SCRIPT, encoding="utf-8")
-    command = [
+def torchrun(*args: str) -> list[str]:
+    """``python -m torch.distributed.run`` with two local processes on a free port, running ``args``."""
+    return [
         sys.executable,
         "-m",
         "torch.distributed.run",
         "--nproc_per_node=2",
         "--master_addr=127.0.0.1",
         f"--master_port={free_port()}",
+        *args,
+    ]
+
+
+def test_ddp_two_cpu_processes_under_torchrun_keep_identical_weights(corpus, tmp_path):
+    config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=5, dropout=0.1)
+    config.save(tmp_path / "config.json")
+    LMVocabulary.build(config.data.train, 2).save(tmp_path / "vocab.txt")
+    (tmp_path / "ddp.py").write_text(DDP_SCRIPT, encoding="utf-8")
+    command = torchrun(
         str(tmp_path / "ddp.py"),
         str(tmp_path / "config.json"),
         str(tmp_path / "vocab.txt"),
         str(tmp_path),
-    ]
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -404,13 +404,7 @@ def test_cli_finetune_under_torchrun_trains_on_two_shards_and_reports_once(corpu
     root = FIXTURES / "tiny_anchor"
     config_file = tmp_path / "config.json"
     tiny_pretrain_config(corpus, tmp_path / "ft", max_steps=3).save(config_file)
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node=2",
-        "--master_addr=127.0.0.1",
-        f"--master_port={free_port()}",
+    command = torchrun(
         "-m",
         "spacy_contextual",
         "finetune-elmo",
@@ -418,7 +412,7 @@ def test_cli_finetune_under_torchrun_trains_on_two_shards_and_reports_once(corpu
         str(config_file),
         "--options-file",
         str(root / "options.json"),
-    ]
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
