@@ -77,9 +77,18 @@ def precision_at_k(table: pd.DataFrame, query_sense) -> float | None:
     return float(table["same_sense"].mean())
 
 
-def kwic_html(table: pd.DataFrame, query_sense=None, width: int = KWIC_WIDTH) -> str:
+def _words(text: str, nearest_first: bool = False) -> str:
+    """The context as one span per word (the left context nearest word first), so that the browser can
+    drop whole words that do not fit the column."""
+    words = text.split()
+    return "".join(f"<span>{html.escape(w)}</span>" for w in (words[::-1] if nearest_first else words))
+
+
+def kwic_html(table: pd.DataFrame, query_sense=None) -> str:
     """The hits as one aligned monospace line each: rank, cosine, the sense (✓ when it is the query's),
-    the left context right-aligned, the word in bold, the right context. Every text is escaped."""
+    the left context right-aligned, the word in bold, the right context. The table takes the width of
+    its column; each context is a one-line flex box of word spans that wraps onto a hidden second line,
+    so a narrow column drops whole words far from the keyword and never cuts one. Every text is escaped."""
     has_sense = "sense" in table and table["sense"].notna().any()
     rows = []
     for rank, hit in enumerate(table.itertuples(index=False), start=1):
@@ -91,15 +100,18 @@ def kwic_html(table: pd.DataFrame, query_sense=None, width: int = KWIC_WIDTH) ->
             sense = f"<td class='sense' title='{html.escape(str(hit.sense or ''))}'>{mark}{html.escape(label)}</td>"
         rows.append(
             f"<tr><td class='rank'>{rank}</td><td class='sim'>{hit.similarity:.3f}</td>{sense}"
-            f"<td class='left'>{html.escape(hit.left)}</td><td class='word'>{html.escape(hit.word)}</td>"
-            f"<td class='right'>{html.escape(hit.right)}</td></tr>"
+            f"<td><div class='left'>{_words(hit.left, nearest_first=True)}</div></td>"
+            f"<td class='word'>{html.escape(hit.word)}</td><td><div class='right'>{_words(hit.right)}</div></td></tr>"
         )
-    cell = "padding:1px 3px;white-space:nowrap;"
+    word = max([len(str(w)) for w in table["word"]] + [4]) + 1
+    sense_column = "<col style='width:17ch'>" if has_sense else ""
+    columns = f"<col style='width:3ch'><col style='width:6.5ch'>{sense_column}<col><col style='width:{word}ch'><col>"
     style = (
         "<style>.kwic{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;border-collapse:collapse;"
-        "line-height:1.45}.kwic td{" + cell + "}.kwic .left{text-align:right;min-width:" + f"{width}ch" + "}"
-        ".kwic .word{font-weight:700;text-align:center;background:#fff3c4}.kwic .right{text-align:left;min-width:"
-        + f"{width}ch"
-        + "}.kwic .rank,.kwic .sim{color:#555;text-align:right}.kwic .sense{color:#333}</style>"
+        "line-height:1.45;width:100%;table-layout:fixed}.kwic td{padding:1px 3px;white-space:nowrap;overflow:hidden}"
+        ".kwic .left,.kwic .right{display:flex;flex-wrap:wrap;height:1.45em;overflow:hidden;column-gap:1ch}"
+        ".kwic .left{flex-direction:row-reverse}.kwic .left span,.kwic .right span{white-space:nowrap}"
+        ".kwic .word{font-weight:700;text-align:center;background:#fff3c4}"
+        ".kwic .rank,.kwic .sim{color:#555;text-align:right}.kwic .sense{color:#333;text-overflow:ellipsis}</style>"
     )
-    return style + "<table class='kwic'>" + "".join(rows) + "</table>"
+    return style + f"<table class='kwic'><colgroup>{columns}</colgroup>" + "".join(rows) + "</table>"
