@@ -31,13 +31,13 @@ PURITY_VS_PROBE = (
 @dataclass
 class LayerScore:
     layer: Layer
-    score_name: str | None  # "5-NN sense purity", "word form alone", "silhouette of the clusters"
+    score_name: str | None  # "5-NN purity", "word form alone", "silhouette of the clusters"
     score: float | None
     majority: float | None  # the majority-sense share; None without gold senses
     projection: Projection | None  # PCA of the layer; None for the type-level layer (one point per form)
 
     def caption(self) -> str:
-        """ "5-NN sense purity 0.91 · majority sense 0.80", or "no score"."""
+        """ "5-NN purity 0.91 · majority sense 0.80", or "no score"."""
         if self.score is None:
             return "no score"
         text = f"{self.score_name} {self.score:.2f}"
@@ -60,7 +60,7 @@ def layer_scores(
         if layer == TYPE_LEVEL_LAYER:
             name, value = "word form alone", word_form_accuracy(forms, senses) if gold else None
         elif gold:
-            name, value = f"{PURITY_K}-NN sense purity", knn_sense_accuracy(vectors, senses, PURITY_K)
+            name, value = f"{PURITY_K}-NN purity", knn_sense_accuracy(vectors, senses, PURITY_K)
         else:
             name, value = "silhouette of the clusters", silhouette(vectors, clusters)
         projection = None if layer == TYPE_LEVEL_LAYER else project(vectors, "pca")

@@ -181,7 +181,7 @@ def test_every_layer_side_by_side_with_its_purity(models):
         "<b>char-CNN (type-level)</b>", "<b>LSTM-1</b>", "<b>LSTM-2</b>", "<b>mix (uniform)</b>",
     ]  # fmt: skip
     assert "word form alone 0.30 · majority sense 0.30" in titles[0]  # one form; play-theatre is 6 of 20
-    assert all("5-NN sense purity" in t and "majority sense 0.30" in t for t in titles[1:])
+    assert all("5-NN purity" in t and "majority sense 0.30" in t for t in titles[1:])
     assert any("held-out instances by the nearest sense centroid" in c.value for c in at.caption)
     ok(keyed(at.selectbox, "sense_mix").set_value("learned by the EWT tagger").run())  # the shipped mixes
     titles = [a["text"] for a in figure(at, "sense_multiples")["layout"]["annotations"]]

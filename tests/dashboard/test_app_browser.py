@@ -130,8 +130,12 @@ def select_box(page: Page, name: str):
 
 
 def selected_text(page: Page, name: str) -> str:
+    return shown_value(page, keyed(name))
+
+
+def shown_value(page: Page, selector: str) -> str:
     """The value a select box shows (in its input, or as text below the label)."""
-    box = page.element(keyed(name))
+    box = page.element(selector)
     value = "".join(i.get_attribute("value") or "" for i in box.find_elements(By.CSS_SELECTOR, "input"))
     return value or box.text.split("\n", 1)[-1].strip() or box.get_attribute("innerHTML")
 
@@ -203,5 +207,5 @@ def test_probe_opens_the_explorer_on_its_sample_and_keeps_its_results(app_page):
         "return document.querySelector('.st-key-probe_source input:checked').closest('label').innerText"
     )
     assert chosen.strip() == "Sense-labelled JSONL"
-    assert "hard.jsonl.gz" in page.element(".st-key-probe_jsonl_file").text
+    assert "hard.jsonl.gz" in shown_value(page, ".st-key-probe_jsonl_file")
     page.wait_for(".st-key-probe_chart .barlayer .trace .point path")  # the results, without pressing Run again
