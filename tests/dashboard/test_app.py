@@ -451,3 +451,47 @@ def test_uploaded_files_become_corpora():
     assert labelled[0]["sense"] == "HARD1" and other != digest
     with pytest.raises(InputError, match="the limit is"):
         load_corpus(UPLOAD, b"x" * (MAX_UPLOAD_BYTES + 1), "big.txt")
+
+
+def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
+    at = run_page("pages/1_Sense_explorer.py")
+    ok(keyed(at.selectbox, "sense_query").set_value(12).run())
+    assert "Can you play" in keyed(at.selectbox, "sense_query").format_func(12)
+    ok(at.text_input(key="sense_word").set_value("bank").run())
+    query = keyed(at.selectbox, "sense_query")
+    assert query.value == 0 and "bank" in query.format_func(0).lower()
+    assert any(m.value.startswith("Query #0") for m in at.markdown)
+    ok(keyed(at.selectbox, "sense_layer").set_value(1).run())
+    ok(at.radio(key="sense_encoder").set_value("cove").run())
+    layer = keyed(at.selectbox, "sense_layer")
+    assert layer.format_func(layer.value) == "CoVe-2"
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("CoVe-2")
+
+
+def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
+    from spacy_contextual.embedders.elmo import ElmoEmbedder
+
+    embedded = []  # sentences embedded (a store made earlier in this process may hold some already)
+    original = ElmoEmbedder.embed_sentences
+    monkeypatch.setattr(ElmoEmbedder, "embed_sentences", lambda self, s: embedded.append(len(s)) or original(self, s))
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())
+    ok(at.radio(key="probe_source").set_value("Sense-labelled JSONL").run())
+    ok(at.selectbox(key="probe_jsonl_file").set_value(str(SENSES / "hard.jsonl.gz")).run())
+    ok(at.number_input(key="probe_max").set_value(40).run())
+    assert at.button(key="probe_run").label == "Run the probe on 1 word (40 of 4,333 instances)"
+    ok(at.button(key="probe_run").click().run())
+    ok(at.switch_page("Home.py").run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())  # back: the same corpus, settings and results
+    assert at.radio(key="probe_source").value == "Sense-labelled JSONL" and at.number_input(key="probe_max").value == 40
+    assert "probe_chart" in chart_keys(at) and at.dataframe[0].value["instances"].iloc[0] == 40
+    before = sum(embedded)
+    click_chart(at, "probe_chart", ["hard", 2])
+    assert at.title[0].value == "Sense explorer" and sum(embedded) == before  # the probe's vectors, from the store
+    assert "The Layer probe's sample: 40 of the 4,333 occurrences" in messages(at)
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 40 occurrences")
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())  # AppTest stays on the page it ran: follow the switch
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 40 occurrences")
+    ok(at.button(key="sense_all").click().run())
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 4,333 occurrences")
+    assert 0 < sum(embedded) - before <= 4333 - 40  # only what the store did not hold
