@@ -32,7 +32,7 @@ MAX_OCCURRENCES = 2000
 @st.cache_data(max_entries=16, show_spinner="Comparing the neighbourhoods…")
 def cached_comparison(vectors_a: np.ndarray, vectors_b: np.ndarray, k: int, senses: tuple, _records, _occurrences):
     """Everything the page draws from the two models' vectors: the change table, the aligned
-    projections, each model's k nearest neighbours, and (with gold senses) each model's 5-NN sense accuracy."""
+    projections, each model's k nearest neighbours, and (with gold senses) each model's 5-NN sense purity."""
     change = neighbour_change(_records, _occurrences, vectors_a, vectors_b, k)
     neighbours = (neighbour_sets(vectors_a, k), neighbour_sets(vectors_b, k))
     gold = None not in senses and len(set(senses)) > 1
