@@ -22,6 +22,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -85,6 +86,11 @@ def checked(at):
     return at
 
 
+def keyed(widgets, name: str):
+    """The widget keyed ``name`` on its context (``dashboard.common.context_key``: name + a hash)."""
+    return next(w for w in widgets if w.key == name or re.fullmatch(f"{name}_[0-9a-f]{{10}}", w.key or ""))
+
+
 def click(at, key: str, customdata: list):
     """The rerun a click on a chart point starts (the selection state a browser sends)."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -138,15 +144,16 @@ def demo_timings(timer: Timer) -> None:
     explorer = page("pages/1_Sense_explorer.py")
     timer("Sense explorer: ready ('play', 20 occurrences; PCA, clusters, every layer)", lambda: checked(explorer.run()))
     timer("  click a point (marks it and its neighbours)", lambda: click(explorer, "sense_chart", [5, "", "", "play"]))
-    timer("  colour by form (view option)", lambda: checked(explorer.radio(key="sense_color").set_value("form").run()))
+    color = keyed(explorer.radio, "sense_color")
+    timer("  colour by form (view option)", lambda: checked(color.set_value("form").run()))
     timer(
         "  neighbours k = 20 (view option)",
         lambda: checked(explorer.slider(key="sense_neighbours").set_value(20).run()),
     )
-    timer("  layer LSTM-1 (new vectors)", lambda: checked(explorer.selectbox(key="sense_layer").set_value(1).run()))
+    timer("  layer LSTM-1 (new vectors)", lambda: checked(keyed(explorer.selectbox, "sense_layer").set_value(1).run()))
     timer(
         "  learned EWT tagger mix",
-        lambda: checked(explorer.selectbox(key="sense_mix").set_value("learned by the EWT tagger").run()),
+        lambda: checked(keyed(explorer.selectbox, "sense_mix").set_value("learned by the EWT tagger").run()),
     )
     timer("  another word: bank", lambda: checked(explorer.text_input(key="sense_word").set_value("bank").run()))
     timer(
@@ -174,6 +181,18 @@ def demo_timings(timer: Timer) -> None:
     timer("Layer probe: ready (before Run)", lambda: checked(probe.run()))
     timer("  Run the probe (4 words, 62 instances, ELMo)", lambda: checked(probe.button(key="probe_run").click().run()))
 
+    senses = ROOT.parent / "shared" / "data" / "senses" / "serve.jsonl.gz"
+    home = checked(page("Home.py").run())
+    checked(home.switch_page("pages/4_Layer_probe.py").run())
+    home.session_state["probe_source"], home.session_state["probe_jsonl_file"] = "Sense-labelled JSONL", str(senses)
+    checked(home.run())
+    timer("  Run the probe on serve.jsonl.gz (400 of 4,378 instances)",
+          lambda: checked(home.button(key="probe_run").click().run()))  # fmt: skip
+    timer("  click the LSTM-2 bar: the Sense explorer on the probe's sample", lambda: click(home, "probe_chart",
+                                                                                          ["serve", 2]))  # fmt: skip
+    if home.title[0].value != "Sense explorer":
+        raise RuntimeError("the bar click did not open the Sense explorer")
+
     compare = page("pages/5_Compare_models.py")
     timer("Compare models: ready (ELMo vs CoVe on 'play')", lambda: checked(compare.run()))
     timer("  click a point (linked in both)", lambda: click(compare, "compare_chart_a", [3, "", "", "play"]))
@@ -189,18 +208,18 @@ def large_timings(timer: Timer, corpus: Path) -> None:
     print(f"  ({at.caption[0].value.split(' in ')[0]})")
     timer("  click another occurrence (neighbours)", lambda: click(at, "sense_chart", [123, "", "", ""]))
     timer("  neighbours k = 25", lambda: checked(at.slider(key="sense_neighbours").set_value(25).run()))
-    timer("  colour by form", lambda: checked(at.radio(key="sense_color").set_value("form").run()))
+    timer("  colour by form", lambda: checked(keyed(at.radio, "sense_color").set_value("form").run()))
     timer("  fixed k = 3 (KMeans)", lambda: checked(at.checkbox(key="sense_auto_k").uncheck().run()))
     timer("  agglomerative, k = 3", lambda: checked(at.radio(key="sense_clusters").set_value("agglomerative").run()))
     timer(
         "  layer LSTM-1 (new vectors: PCA, clusters)",
-        lambda: checked(at.selectbox(key="sense_layer").set_value(1).run()),
+        lambda: checked(keyed(at.selectbox, "sense_layer").set_value(1).run()),
     )
     timer("  UMAP selected", lambda: checked(at.radio(key="sense_projection").set_value("umap").run()))
     timer(
         "  Compute UMAP (first in process: numba compiles)", lambda: checked(at.button(key="sense_umap").click().run())
     )
-    checked(at.selectbox(key="sense_layer").set_value(2).run())
+    checked(keyed(at.selectbox, "sense_layer").set_value(2).run())
     timer("  layer LSTM-2: Compute UMAP (numba compiled)", lambda: checked(at.button(key="sense_umap").click().run()))
     timer("  click after UMAP (cached)", lambda: click(at, "sense_chart", [7, "", "", ""]))
 

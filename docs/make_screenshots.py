@@ -38,6 +38,42 @@ def demo_explorer(page: browser.Page) -> None:
     page.wait_for_text("tokens of", within="[data-testid='stMain']")
 
 
+def choose_keyed(page: browser.Page, name: str, text: str) -> None:
+    """Pick ``text`` in a select box keyed on its context (``dashboard.common.context_key``)."""
+    page.element(f"[class*='st-key-{name}_'] [role='combobox']").click()
+    page._wait(lambda d: next((o for o in page._css("[role='option']") if text in o.text), None)).click()
+    page.settle()
+
+
+def play_then_bank(page: browser.Page) -> None:
+    """Occurrence #12 of 'play' chosen, then the word changed to 'bank': every box shows bank's own values."""
+    page.open("Sense_explorer")
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
+    choose_keyed(page, "sense_query", "#12:")
+    page.type_text("sense_word", "bank")
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
+
+
+def elmo_then_cove(page: browser.Page) -> None:
+    """LSTM-1 chosen under ELMo, then the encoder switched to CoVe: the Layer box names a CoVe layer."""
+    page.open("Sense_explorer")
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
+    choose_keyed(page, "sense_layer", "LSTM-1")
+    page.choose_radio("sense_encoder", "cove")
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
+
+
+def probe_to_explorer(page: browser.Page) -> None:
+    """The demo probe, then a click on the LSTM-2 bar of 'bank': the explorer opens on the probe's sample."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    demo_probe(page)
+    bars = page.wait_for(".st-key-probe_chart .barlayer .trace .point path")
+    ActionChains(page.driver).move_to_element(bars[2 * 4 + 1]).click().perform()
+    page._wait(lambda d: "Sense_explorer" in d.current_url)
+    page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
+
+
 def hard_explorer(page: browser.Page) -> None:
     """Senseval 'hard' (4,333 occurrences; the first JSONL file), coloured by word form: hard / harder /
     hardest, with the type-level layer as one point per form."""
@@ -78,6 +114,12 @@ def demo_probe(page: browser.Page) -> None:
     page.wait_for(".st-key-probe_chart .js-plotly-plot .barlayer")
 
 
+def attention_default(page: browser.Page) -> None:
+    """The page's own example sentence: the audit of its attention."""
+    page.open("CoVe_attention")
+    page.wait_for(".st-key-attention_chart .js-plotly-plot .heatmaplayer")
+
+
 def attention_heatmap(page: browser.Page) -> None:
     page.open("CoVe_attention")
     page.type_text("attention_sentence", "The central bank raised interest rates on Tuesday, the minister said.")
@@ -104,8 +146,12 @@ SHOTS = [
     ("sense_explorer_text", pasted_text_explorer),
     ("layer_probe", serve_probe),
     ("layer_probe_demo", demo_probe),
+    ("sense_explorer_play_then_bank", play_then_bank),
+    ("sense_explorer_elmo_then_cove", elmo_then_cove),
+    ("sense_explorer_from_probe", probe_to_explorer),
     ("compare_models", compare),
     ("cove_attention", attention_heatmap),
+    ("cove_attention_default", attention_default),
     ("cove_attention_lines", attention_lines),
     ("layer_weights", lambda page: (page.open("Layer_weights"), page.wait_for(".st-key-weights_chart .barlayer"))),
 ]

@@ -1,11 +1,16 @@
 """The CoVe decoder's attention α, to audit a translation: one row per target (German) token, one column
 per source (English) token, α_t = softmax(H (W1 h_t^dec + b1)) so every row sums to 1.
 
-* ``coverage``: Σ_t α_{t,j}, how much attention source word j received over the whole translation. A
-  word far below the others (under ``LOW_COVERAGE``) was probably left untranslated.
+* ``coverage``: Σ_t α_{t,j}, how much attention source word j received over the whole translation.
+* ``row_peak`` (max_j α_{t,j}) and ``row_entropy`` (-Σ_j α_{t,j} log2 α_{t,j}, in bits) say how peaked
+  each target row is; ``unattended``: the source words that are no target row's argmax. These are facts
+  about attention, not about the translation: attention weights are not alignments, and with rows this
+  peaked a word's attention often lands on a neighbour (an article before a noun) while the word
+  itself is translated, so low coverage is no evidence of a dropped word.
 * Out-of-vocabulary source words (read as ``<unk>``, the zero vector) and target words the model wrote
   as ``<unk>`` (then copied from the most-attended source word) are marked.
-* ``attention_figure``: the heatmap under a coverage bar chart; ``attention_lines_html``: a
+* ``attention_figure``: the heatmap under a coverage bar chart, each row's largest weight beside it;
+  ``attention_lines_html``: a
   bertviz-style line view (a line from every source word to every target word, its opacity α; hover a
   word to see only its own lines) as one standalone HTML page; ``standalone_html``: any figure as a
   page that works offline (plotly.js inlined).
@@ -24,9 +29,19 @@ from plotly.subplots import make_subplots
 
 from ..text_files import read_json
 
-LOW_COVERAGE = 0.25  # Σ_t α below this: the source word got less than a quarter of one target word's attention
 TICK_FONT = {"size": 15, "color": "#111"}
-FLAG_COLOR = "#c0392b"
+FLAG_COLOR = "#D55E00"  # Okabe-Ito vermillion: out-of-vocabulary and <unk>
+BAR_COLOR = "#0072B2"  # Okabe-Ito blue
+UNATTENDED_COLOR = "#E69F00"  # Okabe-Ito orange: no target row's argmax
+BUNDLED_ATTENTION_CHECK = (  # benchmarks/attention_alignment.py on the bundled model (benchmarks/history/cove.md)
+    "On 1,014 Multi30k validation captions, for 1,411 German words from a small list of unambiguous caption nouns "
+    "and colours, the most-attended English word was the word being translated 91.9 % of the time, the word next "
+    "to it 6.0 %, elsewhere 2.1 %; each row's largest weight is 0.971 on average."
+)
+NOT_ALIGNMENT = (
+    "Attention weights are not alignments: a word can be translated while the attention of its German word "
+    "lands on a neighbour (often the article before it)."
+)
 BUNDLED_DOMAIN = (
     "Multi30k: 29,000 English–German image captions (Flickr30k). Sentences unlike captions (news, dialogue, "
     "technical text) get loose, often repetitive translations."
@@ -48,8 +63,22 @@ def coverage(alpha: np.ndarray) -> np.ndarray:
     return np.asarray(alpha, dtype=np.float32).sum(axis=0)
 
 
-def low_coverage(alpha: np.ndarray, threshold: float = LOW_COVERAGE) -> list[int]:
-    return [int(j) for j in np.flatnonzero(coverage(alpha) < threshold)]
+def row_peak(alpha: np.ndarray) -> np.ndarray:
+    """max_j α_{t,j} per target row t: 1 = all of the row's attention on one source word."""
+    return np.asarray(alpha, dtype=np.float32).max(axis=1)
+
+
+def row_entropy(alpha: np.ndarray) -> np.ndarray:
+    """-Σ_j α_{t,j} log2 α_{t,j} per target row t, in bits: 0 = one source word, log2(J) = spread evenly."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    logs = np.log2(np.where(alpha > 0, alpha, 1.0))
+    return np.maximum(-(alpha * logs).sum(axis=1), 0.0).astype(np.float32)  # no -0.0
+
+
+def unattended(alpha: np.ndarray) -> list[int]:
+    """The source positions that are no target row's argmax (no German token attends to them most)."""
+    most = set(np.asarray(alpha).argmax(axis=1).tolist()) if len(alpha) else set()
+    return [j for j in range(np.asarray(alpha).shape[1]) if j not in most]
 
 
 def most_repeated_ngram(tokens: Sequence[str], n: int = 3) -> tuple[str, int] | None:
@@ -84,8 +113,10 @@ def attention_figure(
     unknown_source: Collection[int] = (),
     unknown_target: Collection[int] = (),
 ) -> go.Figure:
-    """Heatmap (data[0]) with the source coverage as bars above it (data[1]); out-of-vocabulary source
-    words and ``<unk>`` target words in red, marked ⚠."""
+    """Heatmap (data[0]) with the source coverage as bars above it (data[1]) and each target row's
+    largest weight as bars beside it (data[2], its entropy on hover and as text); out-of-vocabulary
+    source words and ``<unk>`` target words in vermillion, marked ⚠; coverage bars of source words
+    that are no row's argmax in orange."""
     alpha = check_shape(source_tokens, target_tokens, alpha)
     # repeated tokens must stay separate columns/rows: label axes by position, show the words as ticks
     columns = list(range(len(source_tokens)))
@@ -94,8 +125,12 @@ def attention_figure(
         [f"{html.escape(t)} ← {html.escape(s)}: {alpha[i, j]:.3f}" for j, s in enumerate(source_tokens)]
         for i, t in enumerate(target_tokens)
     ]
-    covered = coverage(alpha)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.18, 0.82], vertical_spacing=0.03)
+    covered, peaks, entropies = coverage(alpha), row_peak(alpha), row_entropy(alpha)
+    missed = set(unattended(alpha))
+    fig = make_subplots(
+        rows=2, cols=2, specs=[[{}, None], [{}, {}]], shared_xaxes=True, row_heights=[0.18, 0.82],
+        column_widths=[0.85, 0.15], vertical_spacing=0.03, horizontal_spacing=0.02,
+    )  # fmt: skip
     fig.add_trace(
         go.Heatmap(
             z=alpha,
@@ -106,7 +141,7 @@ def attention_figure(
             colorscale="Blues",
             zmin=0.0,
             zmax=1.0,
-            colorbar={"title": "α", "len": 0.8, "y": 0.4},
+            colorbar={"title": "α", "len": 0.8, "y": 0.4, "x": 1.02},
         ),
         row=2,
         col=1,
@@ -115,7 +150,7 @@ def attention_figure(
         go.Bar(
             x=columns,
             y=covered,
-            marker_color=[FLAG_COLOR if c < LOW_COVERAGE else "#4a7fb5" for c in covered],
+            marker_color=[UNATTENDED_COLOR if j in missed else BAR_COLOR for j in columns],
             text=[f"{c:.2f}" for c in covered],
             textposition="outside",
             customdata=source_tokens,
@@ -124,6 +159,23 @@ def attention_figure(
         ),
         row=1,
         col=1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=peaks,
+            y=rows,
+            orientation="h",
+            marker_color=BAR_COLOR,
+            text=[f"{p:.2f} · {h:.1f} b" for p, h in zip(peaks, entropies, strict=True)],
+            textposition="inside",
+            insidetextanchor="start",
+            textfont={"color": "white", "size": 12},
+            customdata=np.column_stack([target_tokens, entropies]).tolist(),
+            hovertemplate="%{customdata[0]}: largest α %{x:.3f}, entropy %{customdata[1]:.2f} bits<extra></extra>",
+            showlegend=False,
+        ),
+        row=2,
+        col=2,
     )
     cell = 30
     source_ticks = [_tick(s, j in unknown_source, "⚠ OOV") for j, s in enumerate(source_tokens)]
@@ -136,6 +188,10 @@ def attention_figure(
         tickmode="array", tickvals=rows, ticktext=target_ticks, tickfont=TICK_FONT, autorange="reversed", row=2, col=1
     )
     fig.update_yaxes(title={"text": "target (German)", "font": TICK_FONT}, row=2, col=1)
+    fig.update_yaxes(autorange="reversed", showticklabels=False, matches="y2", row=2, col=2)
+    fig.update_xaxes(
+        range=[0, 1], title={"text": "largest α · entropy", "font": {"size": 12, "color": "#111"}}, row=2, col=2
+    )
     fig.update_yaxes(
         title={"text": "coverage Σα", "font": {"size": 12, "color": "#111"}},
         range=[0, max(1.2, float(covered.max()) * 1.25)],
@@ -143,7 +199,6 @@ def attention_figure(
         row=1,
         col=1,
     )
-    fig.add_hline(y=LOW_COVERAGE, line_dash="dot", line_color=FLAG_COLOR, row=1, col=1)
     fig.update_layout(
         height=max(420, 260 + cell * len(target_tokens)),
         margin={"l": 10, "r": 10, "t": 20, "b": 10},
@@ -164,7 +219,7 @@ def attention_lines_html(
     """The line view as one standalone HTML page (SVG + a few lines of script, nothing loaded from
     elsewhere). English on the left with its coverage bar, German on the right; line opacity = α."""
     alpha = check_shape(source_tokens, target_tokens, alpha)
-    covered = coverage(alpha)
+    covered, missed = coverage(alpha), set(unattended(alpha))
     row, top = 26, 20
     left_x, right_x, bar_x = 260, 560, 10
     height = top + row * max(len(source_tokens), len(target_tokens)) + 20
@@ -183,9 +238,9 @@ def attention_lines_html(
             )
     for j, token in enumerate(source_tokens):
         flagged = j in unknown_source
-        low = covered[j] < LOW_COVERAGE
-        width = max(3.0, 80 * min(float(covered[j]), 2.0) / 2.0)  # a sliver even at 0, so it can be seen red
-        fill = FLAG_COLOR if low else "#4a7fb5"
+        low = j in missed
+        width = max(3.0, 80 * min(float(covered[j]), 2.0) / 2.0)  # a sliver even at 0, so it can be seen
+        fill = UNATTENDED_COLOR if low else BAR_COLOR
         parts.append(
             f"<rect x='{bar_x}' y='{y(j) - 7}' width='{width:.1f}' height='14' fill='{fill}'>"
             f"<title>coverage Σα = {covered[j]:.3f}</title></rect>"
@@ -210,16 +265,16 @@ def attention_lines_html(
     )
     style = (
         "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:12px;color:#111}"
-        "line.a{stroke:#1f5fa8;stroke-width:2.5}text.tok{font-size:15px;cursor:default;fill:#111}"
+        "line.a{stroke:#0072B2;stroke-width:2.5}text.tok{font-size:15px;cursor:default;fill:#111}"
         f"text.tok:hover{{font-weight:700}}text.flag{{fill:{FLAG_COLOR};font-weight:700}}"
-        f"text.cov{{font-size:11px;fill:#555}}text.low{{fill:{FLAG_COLOR};font-weight:700}}"
+        f"text.cov{{font-size:11px;fill:#555}}text.low{{fill:#8a5a00;font-weight:700}}"
         "p{font-size:13px;color:#333;margin:4px 0}"
     )
     header = f"<h3 style='margin:0 0 4px 0'>{html.escape(title)}</h3>" if title else ""
     notes = f"<p>{html.escape(note)}</p>" if note else ""
     legend = (
-        "<p>Left: English (bar: coverage Σα, red below "
-        f"{LOW_COVERAGE}); right: German. Line opacity = α. Hover a word to see only its lines.</p>"
+        "<p>Left: English (bar: coverage Σα, orange where no German token attends to it most); right: German. "
+        f"Line opacity = α. Hover a word to see only its lines. {html.escape(NOT_ALIGNMENT)}</p>"
     )
     svg = (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{right_x + 260}' height='{height}' "

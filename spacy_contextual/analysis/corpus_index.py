@@ -2,7 +2,8 @@
 to one occurrence, by cosine similarity at a layer or mix.
 
 ``build_token_index`` embeds the corpus's sentences in order until ``max_tokens`` tokens (every layer
-of every token, float16 to halve the memory); ``nearest_tokens`` ranks them against a query vector.
+of every token, float16 to halve the memory; ``indexed_records`` says which sentences those are), in
+chunks with ``progress(done, total)`` after each; ``nearest_tokens`` ranks them against a query vector.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .neighbours import kwic
+from .occurrence_store import CHUNK_SENTENCES, Progress
 from .projection import normalize_rows
 from .vectors import Embed, Layer, select_layer
 
@@ -29,14 +31,26 @@ class TokenIndex:
     total_sentences: int  # sentences in the corpus
 
 
-def build_token_index(embed: Embed, records: list[dict], max_tokens: int = MAX_INDEX_TOKENS) -> TokenIndex:
+def indexed_records(records: list[dict], max_tokens: int = MAX_INDEX_TOKENS) -> list[int]:
+    """The first sentences of the corpus that fit in ``max_tokens`` tokens (at least one)."""
     chosen, tokens = [], 0
     for index, record in enumerate(records):
         if chosen and tokens + len(record["tokens"]) > max_tokens:
             break
         chosen.append(index)
         tokens += len(record["tokens"])
-    arrays = embed([list(records[i]["tokens"]) for i in chosen])
+    return chosen
+
+
+def build_token_index(
+    embed: Embed, records: list[dict], max_tokens: int = MAX_INDEX_TOKENS, progress: Progress | None = None
+) -> TokenIndex:
+    chosen = indexed_records(records, max_tokens)
+    arrays = []
+    for start in range(0, len(chosen), CHUNK_SENTENCES):
+        arrays += embed([list(records[i]["tokens"]) for i in chosen[start : start + CHUNK_SENTENCES]])
+        if progress is not None:
+            progress(min(start + CHUNK_SENTENCES, len(chosen)), len(chosen))
     layers = np.concatenate([np.moveaxis(a, 0, 1) for a in arrays]).astype(np.float16)  # (tokens, L, d)
     record = np.concatenate([np.full(a.shape[1], i) for i, a in zip(chosen, arrays, strict=True)])
     position = np.concatenate([np.arange(a.shape[1]) for a in arrays])

@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -22,6 +21,7 @@ from ..errors import quoted
 from ..layers.layer_mix import layer_weights
 from ..text_files import is_dir, read_json
 from .occurrences import InputError
+from .palette import CATEGORY_COLORS
 
 MIX_COLUMNS = ["component", "source", "encoder", "layer", "label", "s", "weight", "gamma"]
 EXAMPLE = Path(__file__).resolve().parents[1] / "assets" / "layer_weights" / "ewt_elmo_tagger.json"
@@ -130,7 +130,7 @@ def layer_weights_figure(mixes: pd.DataFrame) -> go.Figure:
     titles = [f"softmax(s_j): {kind}" for kind in kinds] + ["γ"]
     widths = [0.8 / len(kinds)] * len(kinds) + [0.2]
     fig = make_subplots(rows=1, cols=len(kinds) + 1, column_widths=widths, subplot_titles=titles)
-    palette = px.colors.qualitative.Plotly
+    palette = CATEGORY_COLORS
     colors = {c: palette[i % len(palette)] for i, c in enumerate(dict.fromkeys(mixes["component"]))}
     shown: set[str] = set()
     for column, kind in enumerate(kinds, start=1):

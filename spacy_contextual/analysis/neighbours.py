@@ -1,7 +1,9 @@
 """The k nearest occurrences of one occurrence in the original vector space (cosine similarity), as
-keyword-in-context (KWIC) lines: the word in the middle, a fixed number of characters of context on
-either side, so that the hits line up. With gold senses, precision@k is the share of the k
-neighbours that have the query's sense."""
+keyword-in-context (KWIC) lines: the word in the middle, at most ``KWIC_WIDTH`` characters of context
+on either side, cut between words, so that the hits line up and the table fits a half-width column
+(its cells never wrap; what does not fit is cut with "…" at a word boundary). With gold senses,
+precision@k is the share of the k neighbours that have the query's sense, shown beside the share of
+the query's sense among all occurrences (what random neighbours would score)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import pandas as pd
 
 from .projection import normalize_rows
 
-KWIC_WIDTH = 20  # characters of context either side
+KWIC_WIDTH = 24  # characters of context either side
+SENSE_WIDTH = 14  # characters of a sense label
 
 
 def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> pd.DataFrame:
@@ -27,15 +30,22 @@ def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> pd.DataF
     return pd.DataFrame({"occurrence": nearest, "similarity": similarity[nearest].astype(float)})
 
 
+def fit_words(words: list[str], width: int) -> str:
+    """As many whole ``words`` as fit in ``width`` characters (with "…" when some are left out)."""
+    text = ""
+    for word in words:
+        longer = f"{text} {word}" if text else word
+        if len(longer) > width - 1:
+            return text + " …" if text else "…"
+        text = longer
+    return text
+
+
 def kwic(tokens: list[str], position: int, width: int = KWIC_WIDTH) -> tuple[str, str, str]:
-    """(left, word, right): at most ``width`` characters either side, cut with "…" where text goes on."""
-    left = " ".join(tokens[:position])
-    right = " ".join(tokens[position + 1 :])
-    if len(left) > width:
-        left = "…" + left[len(left) - width + 1 :]
-    if len(right) > width:
-        right = right[: width - 1] + "…"
-    return left, tokens[position], right
+    """(left, word, right): at most ``width`` characters either side, cut between words with "…"."""
+    left = fit_words(tokens[:position][::-1], width)
+    left = " ".join(reversed(left.split(" "))) if left else ""
+    return left, tokens[position], fit_words(tokens[position + 1 :], width)
 
 
 def neighbour_table(
@@ -53,6 +63,13 @@ def neighbour_table(
     return table
 
 
+def sense_share(occurrences: pd.DataFrame, sense) -> float | None:
+    """The share of all occurrences with ``sense``: what precision@k of random neighbours would be."""
+    if sense is None or pd.isna(sense):
+        return None
+    return float((occurrences["sense"] == sense).mean())
+
+
 def precision_at_k(table: pd.DataFrame, query_sense) -> float | None:
     """Share of the neighbours with the query's gold sense; None without a gold sense."""
     if query_sense is None or pd.isna(query_sense) or table.empty:
@@ -60,27 +77,41 @@ def precision_at_k(table: pd.DataFrame, query_sense) -> float | None:
     return float(table["same_sense"].mean())
 
 
-def kwic_html(table: pd.DataFrame, query_sense=None, width: int = KWIC_WIDTH) -> str:
+def _words(text: str, nearest_first: bool = False) -> str:
+    """The context as one span per word (the left context nearest word first), so that the browser can
+    drop whole words that do not fit the column."""
+    words = text.split()
+    return "".join(f"<span>{html.escape(w)}</span>" for w in (words[::-1] if nearest_first else words))
+
+
+def kwic_html(table: pd.DataFrame, query_sense=None) -> str:
     """The hits as one aligned monospace line each: rank, cosine, the sense (✓ when it is the query's),
-    the left context right-aligned, the word in bold, the right context. Every text is escaped."""
+    the left context right-aligned, the word in bold, the right context. The table takes the width of
+    its column; each context is a one-line flex box of word spans that wraps onto a hidden second line,
+    so a narrow column drops whole words far from the keyword and never cuts one. Every text is escaped."""
     has_sense = "sense" in table and table["sense"].notna().any()
     rows = []
     for rank, hit in enumerate(table.itertuples(index=False), start=1):
         sense = ""
         if has_sense:
             mark = "✓ " if getattr(hit, "same_sense", False) else ("✗ " if query_sense else "")
-            sense = f"<td class='sense'>{mark}{html.escape(str(hit.sense or ''))}</td>"
+            label = str(hit.sense or "")
+            label = label if len(label) <= SENSE_WIDTH else label[: SENSE_WIDTH - 1] + "…"
+            sense = f"<td class='sense' title='{html.escape(str(hit.sense or ''))}'>{mark}{html.escape(label)}</td>"
         rows.append(
             f"<tr><td class='rank'>{rank}</td><td class='sim'>{hit.similarity:.3f}</td>{sense}"
-            f"<td class='left'>{html.escape(hit.left)}</td><td class='word'>{html.escape(hit.word)}</td>"
-            f"<td class='right'>{html.escape(hit.right)}</td></tr>"
+            f"<td><div class='left'>{_words(hit.left, nearest_first=True)}</div></td>"
+            f"<td class='word'>{html.escape(hit.word)}</td><td><div class='right'>{_words(hit.right)}</div></td></tr>"
         )
-    cell = "padding:1px 4px;white-space:nowrap;"
+    word = max([len(str(w)) for w in table["word"]] + [4]) + 1
+    sense_column = "<col style='width:17ch'>" if has_sense else ""
+    columns = f"<col style='width:3ch'><col style='width:6.5ch'>{sense_column}<col><col style='width:{word}ch'><col>"
     style = (
-        "<style>.kwic{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px;border-collapse:collapse;"
-        "line-height:1.45}.kwic td{" + cell + "}.kwic .left{text-align:right;width:" + f"{width}ch" + "}"
-        ".kwic .word{font-weight:700;text-align:center;background:#fff3c4}.kwic .right{text-align:left;width:"
-        + f"{width}ch"
-        + "}.kwic .rank,.kwic .sim{color:#555;text-align:right}.kwic .sense{color:#333}</style>"
+        "<style>.kwic{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;border-collapse:collapse;"
+        "line-height:1.45;width:100%;table-layout:fixed}.kwic td{padding:1px 3px;white-space:nowrap;overflow:hidden}"
+        ".kwic .left,.kwic .right{display:flex;flex-wrap:wrap;height:1.45em;overflow:hidden;column-gap:1ch}"
+        ".kwic .left{flex-direction:row-reverse}.kwic .left span,.kwic .right span{white-space:nowrap}"
+        ".kwic .word{font-weight:700;text-align:center;background:#fff3c4}"
+        ".kwic .rank,.kwic .sim{color:#555;text-align:right}.kwic .sense{color:#333;text-overflow:ellipsis}</style>"
     )
-    return style + "<table class='kwic'>" + "".join(rows) + "</table>"
+    return style + f"<table class='kwic'><colgroup>{columns}</colgroup>" + "".join(rows) + "</table>"

@@ -1,17 +1,20 @@
 """The sense probe per layer (1-NN to sense centroids, stratified 5-fold CV; ``analysis.sense_probe``)
 as grouped bars with 95 % bootstrap error bars, one group per word, next to the most-frequent-sense
-baseline. Layers are named per encoder; the type-level layer 0 is hatched. Every bar carries
+baseline, with each word's majority-sense share as a dashed line across its group. Layers are named per
+encoder, in colour-blind-safe colours; the type-level layer 0 is hatched. Values are written at the
+foot of each bar (clear of the error bars), in black or white as the bar needs. Every bar carries
 (word, layer) as ``customdata`` so that a click can open that word and layer elsewhere."""
 
 from __future__ import annotations
 
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
 
+from .palette import BASELINE_COLOR, CATEGORY_COLORS, text_color
 from .sense_probe import layer_heading
 
 MFS = "MFS baseline"
+MAJORITY = "majority-sense share"
 FRAME_COLUMNS = ["word", "layer", "layer_index", "accuracy", "low", "high", "instances", "available", "senses"]
 
 
@@ -40,21 +43,21 @@ def probe_frame(results: list[dict]) -> pd.DataFrame:
 def probe_figure(results: list[dict]) -> go.Figure:
     frame = probe_frame(results)
     fig = go.Figure()
-    palette = px.colors.qualitative.D3
     for index, (layer, group) in enumerate(frame.groupby("layer", sort=False)):
-        is_baseline = layer == MFS
-        type_level = layer.endswith("(type-level)")
-        marker = (
-            {"color": "lightgray", "line": {"color": "black", "width": 1}}
-            if is_baseline
-            else {"color": palette[index % len(palette)], "pattern": {"shape": "/" if type_level else ""}}
-        )
+        color = BASELINE_COLOR if layer == MFS else CATEGORY_COLORS[index % len(CATEGORY_COLORS)]
+        hatched = layer.endswith("(type-level)")
+        marker = {"color": color, "line": {"color": "#333", "width": 1}}
+        if hatched:  # light hatching on white, so that the value stays legible
+            marker["pattern"] = {"shape": "/", "fgcolor": color, "bgcolor": "white", "solidity": 0.35}
         fig.add_bar(
             x=group["word"],
             y=group["accuracy"],
             name=layer,
-            text=[f"{a:.3f}" for a in group["accuracy"]],
+            text=[f"{a:.2f}" for a in group["accuracy"]],
             textposition="inside",
+            insidetextanchor="start",
+            textangle=-90,
+            textfont={"color": "#000000" if hatched else text_color(color), "size": 12},
             marker=marker,
             error_y={
                 "type": "data",
@@ -67,6 +70,11 @@ def probe_figure(results: list[dict]) -> go.Figure:
             customdata=group[["word", "layer_index"]].to_numpy().tolist(),
             hovertemplate="%{x} · " + layer + ": %{y:.3f}<extra>click: open in the Sense explorer</extra>",
         )
+    for position, result in enumerate(results):  # the majority share across each word's group of bars
+        share = result["majority_share"]
+        fig.add_shape(type="line", x0=position - 0.45, x1=position + 0.45, y0=share, y1=share,
+                      line={"color": "#000", "width": 2, "dash": "dash"})  # fmt: skip
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=MAJORITY, line={"color": "#000", "width": 2, "dash": "dash"})
     fig.update_layout(
         barmode="group",
         yaxis={"title": "accuracy (stratified 5-fold CV, 95 % bootstrap interval)", "range": [0, 1.05]},

@@ -5,6 +5,8 @@ that the top biLM layer knows word sense, as a picture).
   whose k nearest other occurrences mostly have its gold sense (ties go to the nearer neighbours).
 * ``word_form_accuracy``: the best a type-level layer (one vector per word form) can do: each
   occurrence gets the most frequent sense of its word form (an upper bound).
+* ``majority_share``: the share of the most frequent sense, what always guessing it scores: the
+  baseline beside every score above.
 * ``silhouette``: mean silhouette (cosine) of a labelling, on a fixed sample of at most 2,000 points.
 
 Silhouette bands (Kaufman & Rousseeuw): below 0.25 no substantial structure, 0.25-0.5 weak,
@@ -44,6 +46,10 @@ def word_form_accuracy(forms: Sequence[str], senses: Sequence[str]) -> float:
     for form, sense in zip(forms, senses, strict=True):
         by_form.setdefault(form, Counter())[sense] += 1
     return sum(counts.most_common(1)[0][1] for counts in by_form.values()) / len(senses)
+
+
+def majority_share(senses: Sequence[str]) -> float:
+    return Counter(senses).most_common(1)[0][1] / len(senses)
 
 
 def silhouette(vectors: np.ndarray, labels: Sequence, seed: int = 0) -> float | None:

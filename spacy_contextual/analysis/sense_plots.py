@@ -1,14 +1,17 @@
 """Scatter plots of projected occurrences.
 
-* ``sense_scatter``: one point per occurrence, coloured by gold sense, cluster or word form, the
-  sentence (around the word) on hover, the occurrence index as ``customdata`` so that a clicked point
-  can be traced back; the selected occurrence (a star) and its k nearest neighbours (rings) drawn on
-  top; the axes titled (PCA: with the share of variance).
+* ``sense_scatter``: one point per occurrence, coloured (Okabe-Ito, colour-blind safe) by gold sense,
+  cluster or word form, the sentence (around the word) on hover, the occurrence index as ``customdata``
+  so that a clicked point can be traced back; the selected occurrence (a star) and its k nearest
+  neighbours (black rings on a white halo, visible on any colour and in dense plots) drawn on top, or
+  the neighbours split into groups (``marks``: shared / gained / lost between two models); the axes
+  titled (PCA: with the share of variance) and, when given, set to a range shared with another chart.
 * ``word_form_frame`` / ``word_form_figure``: a type-level layer (char-CNN, GloVe) gives every
   occurrence of a word form the same vector, so it is drawn as one labelled point per distinct
-  vector, sized and labelled by its count, with its senses on hover.
+  vector, sized and labelled by its count, with its senses on hover; ``label_positions`` puts each
+  label where it overlaps no other label or point.
 * ``small_multiples``: the same occurrences in every layer and a mix, side by side, each panel titled
-  with its sense-purity score.
+  with its score and baseline, the selection and its neighbours in that layer marked in each.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ from collections import Counter
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .palette import CATEGORY_COLORS, HALO_COLOR, MARK_COLOR
 from .projection import Projection, project
 
 HOVER_CONTEXT = 8  # tokens either side of the word
-PALETTE = px.colors.qualitative.D3  # distinct hues (Streamlit's theme uses shades of two)
+PALETTE = CATEGORY_COLORS
 COLOR_OPTIONS = ("sense", "cluster", "form")
 SELECTED_NAME, NEIGHBOURS_NAME = "selected", "nearest neighbours"
 AXIS_FONT = {"size": 13, "color": "#222"}
@@ -96,28 +99,64 @@ def sense_scatter(
     selected: int | None = None,
     neighbours=(),
     height: int = 620,
+    marks: dict[str, list[int]] | None = None,
+    axis_range: tuple[list[float], list[float]] | None = None,
 ) -> go.Figure:
-    """``color``: "sense", "cluster" or "form". WebGL above 1,000 points."""
+    """``color``: "sense", "cluster" or "form". WebGL above 1,000 points. ``marks`` ({legend name:
+    occurrences}) replaces the one group of ``neighbours``; ``axis_range`` fixes both axes."""
     if color not in frame.columns:
         raise ValueError(f"cannot colour by '{color}': the frame has {', '.join(frame.columns)}")
     fig = go.Figure(list(category_traces(frame, color, color_map(frame[color]), 8 if len(frame) < 1000 else 4, 0.8)))
     neighbours = list(neighbours)
-    if neighbours:
-        marker = {"size": 16, "symbol": "circle-open", "line": {"width": 2.5}, "color": "#111"}
-        fig.add_trace(_marked(frame.iloc[neighbours], f"{len(neighbours)} {NEIGHBOURS_NAME}", marker))
+    groups = marks if marks is not None else {f"{len(neighbours)} {NEIGHBOURS_NAME}": neighbours}
+    for (name, members), symbol in zip(groups.items(), MARK_SYMBOLS, strict=False):
+        if len(members) == 0:
+            continue
+        fig.add_traces(mark_traces(frame.iloc[list(members)], name, symbol, 16))
     if selected is not None:
-        marker = {"size": 20, "symbol": "star", "color": "#ffd400", "line": {"width": 1.5, "color": "#111"}}
-        fig.add_trace(_marked(frame.iloc[[selected]], f"{SELECTED_NAME} #{selected}", marker))
+        fig.add_trace(selected_trace(frame.iloc[[selected]], f"{SELECTED_NAME} #{selected}", 20))
     fig.update_layout(legend_title_text=color, clickmode="event+select", **_layout(title, axis_titles, height))
+    if axis_range is not None:
+        fig.update_xaxes(range=axis_range[0])
+        fig.update_yaxes(range=axis_range[1])
     return fig
 
 
-def _marked(points: pd.DataFrame, name: str, marker: dict) -> go.Scatter:
-    """A trace that marks ``points`` (rows of the point frame) above the categories."""
+MARK_SYMBOLS = ("circle-open", "diamond-open", "x-thin-open")  # neighbours (or shared), gained, lost
+
+
+def mark_traces(points: pd.DataFrame, name: str, symbol: str = "circle-open", size: float = 16) -> list[go.Scatter]:
+    """Marks on ``points`` (rows of a point frame) above the categories: a white halo under a black
+    ring, so that they stand out on any colour; the halo is left out of the legend."""
+    halo = {"size": size, "symbol": symbol, "line": {"width": 5.5}, "color": HALO_COLOR}
+    ring = {"size": size, "symbol": symbol, "line": {"width": 2.5}, "color": MARK_COLOR}
+    return [
+        go.Scatter(x=points["x"], y=points["y"], mode="markers", marker=halo, showlegend=False, hoverinfo="skip",
+                   legendgroup=name, name=f"{name} (halo)"),
+        go.Scatter(x=points["x"], y=points["y"], mode="markers", name=name, marker=ring, legendgroup=name,
+                   customdata=_hover(points), hovertemplate=HOVER),
+    ]  # fmt: skip
+
+
+def selected_trace(points: pd.DataFrame, name: str, size: float = 20) -> go.Scatter:
+    marker = {"size": size, "symbol": "star", "color": "#F0E442", "line": {"width": 2, "color": MARK_COLOR}}
     return go.Scatter(
         x=points["x"], y=points["y"], mode="markers", name=name, marker=marker, customdata=_hover(points),
         hovertemplate=HOVER,
     )  # fmt: skip
+
+
+def shared_range(*frames: pd.DataFrame, pad: float = 0.05) -> tuple[list[float], list[float]]:
+    """One (x range, y range) that holds every point of ``frames``: the same scale for charts side by side."""
+    xs = np.concatenate([f["x"].to_numpy() for f in frames])
+    ys = np.concatenate([f["y"].to_numpy() for f in frames])
+
+    def padded(values: np.ndarray) -> list[float]:
+        low, high = float(values.min()), float(values.max())
+        margin = (high - low) * pad or 1.0
+        return [low - margin, high + margin]
+
+    return padded(xs), padded(ys)
 
 
 def _layout(title: str, axis_titles: tuple[str, str], height: int) -> dict:
@@ -164,20 +203,67 @@ def word_form_frame(occurrences: pd.DataFrame, static: np.ndarray) -> tuple[pd.D
 def word_form_figure(
     frame: pd.DataFrame, title: str = "", axis_titles: tuple[str, str] = ("", ""), height: int = 420
 ) -> go.Figure:
-    fig = go.Figure(_word_form_trace(frame))
+    fig = go.Figure(_word_form_trace(frame, width=600, height=height - 60))
     fig.update_layout(showlegend=False, **_layout(title, axis_titles, height))
     return fig
 
 
-def _word_form_trace(frame: pd.DataFrame, showlegend: bool = False) -> go.Scatter:
-    sizes = 12 + 30 * np.sqrt(frame["count"] / frame["count"].max())
+LABEL_FONT_SIZE = 13
+LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left", "top right", "top left",
+                   "bottom right", "bottom left")  # fmt: skip
+
+
+def marker_sizes(counts: pd.Series) -> np.ndarray:
+    return (12 + 30 * np.sqrt(counts / counts.max())).to_numpy()
+
+
+def label_positions(
+    x: np.ndarray, y: np.ndarray, labels: list[str], sizes: np.ndarray, width: float, height: float
+) -> list[str]:
+    """A plotly ``textposition`` for each label such that no label box overlaps another label or a
+    marker, in a plot area of about ``width`` × ``height`` pixels (labels in order of importance, the
+    first placed first; where nothing is free, the position that overlaps least)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+    def scaled(values: np.ndarray, pixels: float) -> np.ndarray:
+        span = values.max() - values.min()
+        return (values - values.min()) / span * pixels * 0.9 if span > 0 else np.full(len(values), pixels / 2)
+
+    px_x, px_y = scaled(x, width), scaled(y, height)  # y grows upwards
+    char, line = 0.62 * LABEL_FONT_SIZE, 1.3 * LABEL_FONT_SIZE
+    markers = [(cx - r, cy - r, cx + r, cy + r) for cx, cy, r in zip(px_x, px_y, np.asarray(sizes) / 2, strict=True)]
+
+    def box(i: int, position: str) -> tuple[float, float, float, float]:
+        w, r = char * len(labels[i]), sizes[i] / 2
+        vertical, horizontal = position.split(" ")
+        cy = {"top": px_y[i] + r + line / 2, "bottom": px_y[i] - r - line / 2, "middle": px_y[i]}[vertical]
+        cx = {"center": px_x[i], "right": px_x[i] + r + w / 2, "left": px_x[i] - r - w / 2}[horizontal]
+        return cx - w / 2, cy - line / 2, cx + w / 2, cy + line / 2
+
+    def overlap(a, b) -> float:
+        return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+    placed: list[tuple[float, float, float, float]] = []
+    positions = []
+    for i in range(len(labels)):
+        others = [m for j, m in enumerate(markers) if j != i]
+        cost = {p: sum(overlap(box(i, p), other) for other in [*placed, *others]) for p in LABEL_POSITIONS}
+        best = min(LABEL_POSITIONS, key=lambda p: (cost[p], LABEL_POSITIONS.index(p)))
+        positions.append(best)
+        placed.append(box(i, best))
+    return positions
+
+
+def _word_form_trace(frame: pd.DataFrame, showlegend: bool = False, width: float = 600, height: float = 360):
+    sizes = marker_sizes(frame["count"])
+    labels = [f"{form} ×{count:,}" for form, count in zip(frame["form"], frame["count"], strict=True)]
     return go.Scatter(
         x=frame["x"],
         y=frame["y"],
         mode="markers+text",
-        text=[f"{form} ×{count:,}" for form, count in zip(frame["form"], frame["count"], strict=True)],
-        textposition="top center",
-        textfont={"size": 13, "color": "#111"},
+        text=labels,
+        textposition=label_positions(frame["x"], frame["y"], labels, sizes, width, height),
+        textfont={"size": LABEL_FONT_SIZE, "color": "#111"},
         marker={"size": sizes, "color": "#7f7f7f", "opacity": 0.6, "line": {"width": 1, "color": "#333"}},
         customdata=np.column_stack([frame["form"], frame["count"], frame["senses"]]).tolist(),
         hovertemplate="<b>%{customdata[0]}</b> ×%{customdata[1]}<br>%{customdata[2]}<extra>one vector</extra>",
@@ -189,17 +275,28 @@ def _word_form_trace(frame: pd.DataFrame, showlegend: bool = False) -> go.Scatte
 
 def small_multiples(panels: list[dict], color: str, height: int = 380) -> go.Figure:
     """``panels``: dicts with "title", "axis_titles" and either "points" (a ``point_frame``) or
-    "word_forms" (a ``word_form_frame``). Colours are shared by all panels; the legend shows each once."""
+    "word_forms" (a ``word_form_frame``), and optionally "selected" (an occurrence) and "neighbours"
+    (its nearest occurrences in that panel's layer), marked as in ``sense_scatter``. Colours are shared
+    by all panels; the legend shows each once."""
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p["title"] for p in panels], horizontal_spacing=0.07)
     colors = color_map(pd.concat([p["points"][color] for p in panels if "points" in p]))
     shown = set()
+    panel_width = 1100 / max(len(panels), 1)
     for column, panel in enumerate(panels, start=1):
         if "word_forms" in panel:
-            fig.add_trace(_word_form_trace(panel["word_forms"]), row=1, col=column)
+            trace = _word_form_trace(panel["word_forms"], width=panel_width, height=height - 120)
+            fig.add_trace(trace, row=1, col=column)
         else:
             points = panel["points"]
-            for trace in category_traces(points, color, colors, 6 if len(points) < 1000 else 3, 0.75):
-                trace.update(legendgroup=trace.name, showlegend=trace.name not in shown)
+            traces = list(category_traces(points, color, colors, 6 if len(points) < 1000 else 3, 0.75))
+            neighbours = list(panel.get("neighbours", ()))
+            if neighbours:
+                traces += mark_traces(points.iloc[neighbours], f"{NEIGHBOURS_NAME} (each layer's own)", size=11)
+            if panel.get("selected") is not None:
+                traces.append(selected_trace(points.iloc[[panel["selected"]]], SELECTED_NAME, size=14))
+            for trace in traces:
+                legend = trace.showlegend is not False and trace.name not in shown
+                trace.update(legendgroup=trace.legendgroup or trace.name, showlegend=legend)
                 fig.add_trace(trace, row=1, col=column)
                 shown.add(trace.name)
         fig.update_xaxes(title={"text": panel["axis_titles"][0], "font": {"size": 11}}, row=1, col=column)

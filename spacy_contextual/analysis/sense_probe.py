@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import ContextualError
 from ..text_files import InputFileError, read_jsonl
 from ..types import PathLike
+from .purity import word_form_accuracy
 
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
 TYPE_LEVEL_LAYER = 0  # char-CNN / GloVe: one vector per word form
@@ -60,10 +61,11 @@ def read_sense_file(path: PathLike) -> list[dict]:
 
 
 def labelled_instances(records: Iterable[dict]) -> list[dict]:
-    """The records that have a target and a sense, each with its (lowercased) word."""
+    """The records that have a target and a sense, each with its (lowercased) word and its index in
+    ``records`` ("record")."""
     return [
-        {**record, "word": (record.get("word") or record["tokens"][record["target"]]).lower()}
-        for record in records
+        {**record, "word": (record.get("word") or record["tokens"][record["target"]]).lower(), "record": index}
+        for index, record in enumerate(records)
         if record.get("target") is not None and record.get("sense")
     ]
 
@@ -86,6 +88,12 @@ def sense_quotas(counts: dict[str, int], n: int, minimum: int = MIN_INSTANCES_PE
             quotas[donor] -= 1
             quotas[s] += 1
     return quotas
+
+
+def sampled_counts(instances: Sequence[dict], max_per_word: int | None) -> dict[str, tuple[int, int]]:
+    """{word: (instances the probe uses, instances there are)} for a sample of ``max_per_word``."""
+    available = Counter(item["word"] for item in instances)
+    return {w: (n if max_per_word is None else min(n, max_per_word), n) for w, n in available.items()}
 
 
 def sample_per_sense(instances: Sequence[dict], max_per_word: int | None, seed: int = 0) -> list[dict]:
@@ -239,11 +247,15 @@ def sense_probe(
     seed: int = 0,
     max_per_word: int | None = None,
     layer_labels: Sequence[str] | None = None,
+    vectors_of: Callable[[Sequence[dict]], np.ndarray] | None = None,
 ) -> list[dict]:
     """One result per word (in order of first appearance): ``{"word", "available", "instances",
-    "senses", "sense_counts", "majority_share", "mfs_accuracy", "mfs_interval", "layer_accuracy",
-    "layer_interval", "layers", "type_level", "warnings"}``; ``available`` counts the word's
-    instances before sampling (``max_per_word``)."""
+    "senses", "sense_counts", "majority_share", "word_form_accuracy", "mfs_accuracy", "mfs_interval",
+    "layer_accuracy", "layer_interval", "layers", "type_level", "warnings"}``; ``available`` counts the
+    word's instances before sampling (``max_per_word``); ``word_form_accuracy`` is the best a word form
+    alone can do (each form's majority sense, on the probed instances). ``vectors_of(instances)`` gives
+    the target vectors (default: ``target_vectors`` with ``embed``)."""
+    vectors_of = vectors_of or (lambda items: target_vectors(items, embed))
     instances = list(instances)
     available = Counter(item["word"] for item in instances)
     by_word: dict[str, list[dict]] = {}
@@ -251,9 +263,11 @@ def sense_probe(
         by_word.setdefault(item["word"], []).append(item)
     results = []
     for word, items in by_word.items():
-        vectors = target_vectors(items, embed)
-        result = probe_word(vectors, [item["sense"] for item in items], folds, seed, layer_labels, word)
-        results.append({"word": word, "available": available[word], **result})
+        senses = [item["sense"] for item in items]
+        result = probe_word(vectors_of(items), senses, folds, seed, layer_labels, word)
+        forms = [item["tokens"][item["target"]] for item in items]
+        results.append({"word": word, "available": available[word], **result,
+                        "word_form_accuracy": word_form_accuracy(forms, senses)})  # fmt: skip
     return results
 
 

@@ -1,7 +1,8 @@
 """The contextual vectors of a word's occurrences: every layer, then one layer or a mix of them.
 
 ``embed`` is any encoder callable ``list of token lists -> list of arrays (n_layers, n_tokens, dim)``
-(the ``embed_sentences`` of any ``embedders.Embedder``, ELMo or CoVe). A mix is Σ_j w_j · h_j with
+(the ``embed_sentences`` of any ``embedders.Embedder``, ELMo or CoVe); ``occurrence_store`` turns it
+into (n_occurrences, n_layers, dim) arrays. A mix is Σ_j w_j · h_j with
 weights w that sum to 1 (γ only scales, which cosine similarity ignores): the untrained scalar mix
 (s = 0: w_j = 1/L, the mean of the layers) unless other weights are given, e.g. the softmax(s) a
 tagger learned.
@@ -12,21 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
 Layer = int | str
 MIX = "mix"
-
-
-def occurrence_layers(embed: Embed, records: list[dict], occurrences: pd.DataFrame) -> np.ndarray:
-    """(n_occurrences, n_layers, dim) float32; each sentence that holds an occurrence is embedded once."""
-    sentence_ids = sorted(set(occurrences["record"]))
-    arrays = embed([list(records[i]["tokens"]) for i in sentence_ids])
-    by_record = dict(zip(sentence_ids, arrays, strict=True))
-    return np.stack(
-        [by_record[r][:, p] for r, p in zip(occurrences["record"], occurrences["position"], strict=True)]
-    ).astype(np.float32)
 
 
 def layer_options(n_layers: int) -> list[Layer]:
@@ -44,7 +34,7 @@ def mix_weights(n_layers: int, weights: Sequence[float] | None = None) -> np.nda
 
 
 def select_layer(layers: np.ndarray, layer: Layer, weights: Sequence[float] | None = None) -> np.ndarray:
-    """One layer (n, dim) of ``occurrence_layers``' output, or the mix with ``weights``."""
+    """One layer (n, dim) of an (n, n_layers, dim) array, or the mix with ``weights``."""
     if layer == MIX:
         return np.tensordot(layers, mix_weights(layers.shape[1], weights), axes=([1], [0])).astype(np.float32)
     if not 0 <= int(layer) < layers.shape[1]:

@@ -1,31 +1,32 @@
 """What the pages share: page setup, model defaults (bundled models, overridable by environment
-variables), cached model loading, the encoder picker, layer names, and the links between pages
-(a click on one chart read back before it is redrawn; one page opening another with a state), and the
-length caps of typed paths and words (messages quote at most 80 characters of what was typed:
-``errors.quoted``)."""
+variables), cached model loading, one store of occurrence vectors per (encoder, model, corpus) shared by
+every page (with a progress bar and a count for an embedding that takes more than 2 s), the encoder
+picker, layer names, widget keys that name the context their options come from, widgets that keep
+their values while another page is open, and the links between pages (a click on one chart read back
+before it is redrawn; one page opening another with a state), and the length caps of typed paths and
+words (messages quote at most 80 characters of what was typed: ``errors.quoted``)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
+from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model
+from ..analysis.occurrence_store import OccurrenceStore
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
-from ..analysis.vectors import MIX, occurrence_layers
-from ..embedders import Embedder, load_encoder
-from ..errors import quoted
-from ..formats.bundled import KINDS
+from ..analysis.vectors import MIX
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = KINDS
 MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
 MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
-
-
-class ModelUnavailable(RuntimeError):
-    """A model the page needs cannot be loaded; the message says what to do."""
+PROGRESS_AFTER_S = 2.0  # an embedding still running after this long shows a progress bar with a count
 
 
 def configure_page(title: str = "spacy-contextual") -> None:
@@ -39,24 +40,63 @@ def default_model(kind: str) -> str:
 
 @st.cache_resource(show_spinner="Loading the encoder…")
 def cached_encoder(kind: str, model: str) -> Embedder:
-    """``embedders.load_encoder``, once per server process; its arrays are (n_layers, n, width) for
-    ELMo and CoVe alike."""
+    """``analysis.models.load_model``, once per server process; a model that cannot be loaded says
+    where to give another."""
     try:
-        return load_encoder(kind, model.strip() or "default")
-    except (OSError, ValueError) as error:
+        return load_model(kind, model)
+    except ModelUnavailable as error:
         raise ModelUnavailable(
-            f"Could not load a {kind} model from {quoted(model)}: {error}. Enter the path of a {kind} model "
-            f"directory in the sidebar, or set {MODEL_ENV.get(kind, 'the model environment variable')}."
+            f"{error} Enter the path of a {kind} model directory in the sidebar, or set "
+            f"{MODEL_ENV.get(kind, 'the model environment variable')}."
         ) from None
 
 
-@st.cache_data(max_entries=8, show_spinner="Embedding the sentences…")
-def cached_occurrence_layers(
-    kind: str, model: str, corpus_digest: str, word: str, max_occurrences: int, _records, _occurrences
-):
-    """All layers of every occurrence (``analysis.vectors.occurrence_layers``); keyed by encoder, model,
-    corpus and word (the records themselves are not hashed)."""
-    return occurrence_layers(cached_encoder(kind, model).embed_sentences, _records, _occurrences)
+@st.cache_resource(max_entries=8, show_spinner=False)
+def occurrence_store(kind: str, model: str, corpus_digest: str, _records) -> OccurrenceStore:
+    """The one store of occurrence vectors of (encoder, model, corpus): every page that looks at this
+    corpus with this model reads and fills the same one (the records themselves are not hashed)."""
+    return OccurrenceStore(cached_encoder(kind, model).embed_sentences, _records)
+
+
+def occurrence_layers(kind: str, model: str, digest: str, records, pairs) -> np.ndarray:
+    """(len(pairs), n_layers, dim) from the shared store, embedding what is missing with a progress bar
+    once it has taken more than ``PROGRESS_AFTER_S``."""
+    store = occurrence_store(kind, model, digest, records)
+    return store.layers(pairs, progress=progress_bar(f"Embedding the sentences with {kind}"))
+
+
+def progress_bar(label: str):
+    """A ``progress(done, total)`` callback that draws a bar with a count once ``PROGRESS_AFTER_S``
+    have passed, and removes it when done."""
+    start, bar = time.perf_counter(), None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None and time.perf_counter() - start > PROGRESS_AFTER_S and done < total:
+            bar = st.progress(0.0)
+        if bar is not None:
+            bar.progress(done / total, text=f"{label}: {done:,} of {total:,} sentences")
+            if done >= total:
+                bar.empty()
+
+    return progress
+
+
+def context_key(name: str, *context) -> str:
+    """The key of a widget whose options depend on ``context`` (word, corpus, encoder, model): a new
+    context is a new widget, so it can never show a value chosen in an earlier one."""
+    return f"{name}_{hashlib.sha1(repr(context).encode()).hexdigest()[:10]}"
+
+
+def keep_widgets(keys) -> None:
+    """Give the widgets ``keys`` back their values when the page is opened again: Streamlit forgets the
+    state of a widget that a run did not draw, i.e. whenever another page is open. Call it first."""
+    kept = st.session_state.setdefault("_kept_widgets", {})
+    for key in keys:
+        if key in st.session_state:
+            kept[key] = st.session_state[key]
+        elif key in kept:
+            st.session_state[key] = kept[key]
 
 
 def path_input(label: str, **kwargs) -> str:

@@ -1,6 +1,7 @@
 """Compare models: the same word's occurrences under two encoders (e.g. the bundled ELMo and a
-fine-tuned one, or ELMo and CoVe), PCA of each with B rotated onto A, linked by a click, and the
-occurrences whose nearest neighbours changed most."""
+fine-tuned one, or ELMo and CoVe), PCA of each with B rotated onto A and both drawn on one scale,
+linked by a click that marks the occurrence's neighbours as shared, gained (B only) or lost (A only),
+and the occurrences whose nearest neighbours changed most."""
 
 from __future__ import annotations
 
@@ -8,17 +9,19 @@ import numpy as np
 import streamlit as st
 
 from ..analysis.compare import aligned_projections, neighbour_change, neighbour_sets
+from ..analysis.occurrence_store import occurrence_pairs
 from ..analysis.occurrences import InputError, find_occurrences
-from ..analysis.purity import knn_sense_accuracy
-from ..analysis.sense_plots import point_frame, sense_scatter
+from ..analysis.purity import knn_sense_accuracy, majority_share
+from ..analysis.sense_plots import point_frame, sense_scatter, shared_range
 from ..analysis.vectors import layer_options, select_layer
 from .common import (
-    cached_occurrence_layers,
     clicked_point,
+    context_key,
     encoder_or_stop,
     encoder_picker,
     follow_click,
     layer_label,
+    occurrence_layers,
 )
 from .corpus_picker import corpus_picker, word_picker
 
@@ -29,12 +32,22 @@ MAX_OCCURRENCES = 2000
 @st.cache_data(max_entries=16, show_spinner="Comparing the neighbourhoods…")
 def cached_comparison(vectors_a: np.ndarray, vectors_b: np.ndarray, k: int, senses: tuple, _records, _occurrences):
     """Everything the page draws from the two models' vectors: the change table, the aligned
-    projections, each model's k nearest neighbours, and (with gold senses) each model's 5-NN sense accuracy."""
+    projections, each model's k nearest neighbours, and (with gold senses) each model's 5-NN sense purity."""
     change = neighbour_change(_records, _occurrences, vectors_a, vectors_b, k)
     neighbours = (neighbour_sets(vectors_a, k), neighbour_sets(vectors_b, k))
     gold = None not in senses and len(set(senses)) > 1
     accuracy = (knn_sense_accuracy(vectors_a, senses), knn_sense_accuracy(vectors_b, senses)) if gold else None
     return change, aligned_projections(vectors_a, vectors_b), neighbours, accuracy
+
+
+def neighbour_marks(nearest_a: list[int], nearest_b: list[int]) -> dict[str, list[int]]:
+    """The query's neighbours under A and B as three groups, named with their counts for the legend."""
+    shared = [i for i in nearest_a if i in nearest_b]
+    gained = [i for i in nearest_b if i not in nearest_a]
+    lost = [i for i in nearest_a if i not in nearest_b]
+    return {
+        f"{len(shared)} shared": shared, f"{len(gained)} gained (B only)": gained, f"{len(lost)} lost (A only)": lost
+    }  # fmt: skip
 
 
 def render() -> None:
@@ -54,54 +67,68 @@ def render() -> None:
         st.error(str(error))
         st.stop()
     encoder_a, encoder_b = encoder_or_stop(kind_a, model_a), encoder_or_stop(kind_b, model_b)
-    layers_a = cached_occurrence_layers(kind_a, model_a, digest, word, MAX_OCCURRENCES, records, occurrences)
-    layers_b = cached_occurrence_layers(kind_b, model_b, digest, word, MAX_OCCURRENCES, records, occurrences)
+    pairs = occurrence_pairs(occurrences)
+    layers_a = occurrence_layers(kind_a, model_a, digest, records, pairs)
+    layers_b = occurrence_layers(kind_b, model_b, digest, records, pairs)
 
     controls = st.columns([1, 1, 1, 1])
     options_a, options_b = layer_options(layers_a.shape[1]), layer_options(layers_b.shape[1])
-    layer_a = controls[0].selectbox("Layer of A", options_a, index=len(options_a) - 2, key=f"{KEY}_layer_a",
+    layer_a = controls[0].selectbox("Layer of A", options_a, index=len(options_a) - 2,
+                                    key=context_key(f"{KEY}_layer_a", kind_a, model_a),
                                     format_func=lambda j: layer_label(encoder_a.layer_labels, j))  # fmt: skip
-    layer_b = controls[1].selectbox("Layer of B", options_b, index=len(options_b) - 2, key=f"{KEY}_layer_b",
+    layer_b = controls[1].selectbox("Layer of B", options_b, index=len(options_b) - 2,
+                                    key=context_key(f"{KEY}_layer_b", kind_b, model_b),
                                     format_func=lambda j: layer_label(encoder_b.layer_labels, j))  # fmt: skip
     k = controls[2].slider("Neighbours k", 1, 30, 10, key=f"{KEY}_k")
     has_senses = occurrences["sense"].notna().any()
     color = controls[3].radio("Colour by", ["sense", "form"] if has_senses else ["form"], horizontal=True,
-                              key=f"{KEY}_color")  # fmt: skip
+                              key=context_key(f"{KEY}_color", digest, word))  # fmt: skip
     vectors_a, vectors_b = select_layer(layers_a, layer_a), select_layer(layers_b, layer_b)
     senses = tuple(occurrences["sense"].where(occurrences["sense"].notna(), None))
     change, projections, neighbours, accuracy = cached_comparison(vectors_a, vectors_b, k, senses, records, occurrences)
 
+    query_key = context_key(f"{KEY}_query", kind_a, model_a, kind_b, model_b, digest, word, len(occurrences))
     for chart in (f"{KEY}_chart_a", f"{KEY}_chart_b"):
         clicked = clicked_point(chart)
-        follow_click(chart, f"{KEY}_query", None if clicked is None else int(clicked[0]))
-    if st.session_state.get(f"{KEY}_query", len(occurrences)) >= len(occurrences):  # start at the most changed
-        st.session_state[f"{KEY}_query"] = int(change["occurrence"].iloc[0])
+        follow_click(chart, query_key, None if clicked is None else int(clicked[0]))
+    if query_key not in st.session_state:  # start at the most changed
+        st.session_state[query_key] = int(change["occurrence"].iloc[0])
     query = st.selectbox(
         "Occurrence (click a point in either chart)",
         list(range(len(occurrences))),
         format_func=lambda i: f"#{i}: " + occurrences["sentence"].iloc[i][:110],
-        key=f"{KEY}_query",
+        key=query_key,
     )
     mean_overlap = float(change["overlap"].mean())
     summary = f"Mean neighbour overlap between A and B: **{mean_overlap:.2f}** (1 = the same {k} neighbours)"
     if accuracy is not None:
-        summary += f" · 5-NN sense accuracy A {accuracy[0]:.2f}, B {accuracy[1]:.2f}"
+        summary += (
+            f" · 5-NN sense purity A {accuracy[0]:.2f}, B {accuracy[1]:.2f} (majority sense "
+            f"{majority_share(list(senses)):.2f})"
+        )
     st.markdown(summary)
+    marks = neighbour_marks(neighbours[0][query].tolist(), neighbours[1][query].tolist())
+    frames = [point_frame(records, occurrences, projection.coords) for projection in projections]
+    scale = shared_range(*frames)
     left, right = st.columns(2)
-    for column, name, kind, model, encoder, layer, projection, nearest in (
-        (left, "A", kind_a, model_a, encoder_a, layer_a, projections[0], neighbours[0]),
-        (right, "B", kind_b, model_b, encoder_b, layer_b, projections[1], neighbours[1]),
+    for column, name, kind, model, encoder, layer, projection, frame in (
+        (left, "A", kind_a, model_a, encoder_a, layer_a, projections[0], frames[0]),
+        (right, "B", kind_b, model_b, encoder_b, layer_b, projections[1], frames[1]),
     ):
-        frame = point_frame(records, occurrences, projection.coords)
         title = f"{name}: {kind} ({model}), {layer_label(encoder.layer_labels, layer)}"
         with column:
             st.plotly_chart(
-                sense_scatter(frame, color, title, projection.axis_titles, query, nearest[query].tolist(), height=540),
+                sense_scatter(frame, color, title, projection.axis_titles, query, height=540, marks=marks,
+                              axis_range=scale),
                 on_select="rerun",
                 selection_mode="points",
                 key=f"{KEY}_chart_{name.lower()}",
                 width="stretch",
-            )
+            )  # fmt: skip
+    st.caption(
+        f"Both charts on one scale. Marks: the query's {k} nearest occurrences: ○ in both models (shared), ◇ only "
+        "in B (gained), × only in A (lost), each drawn where that occurrence lies in the chart's own model."
+    )
     st.subheader("Occurrences whose neighbours changed most")
     st.dataframe(
         change.head(25),

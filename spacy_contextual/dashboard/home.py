@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from ..formats.bundled import resolve_model_dir
-from .common import default_model
-from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV
+from ..analysis.models import model_status
+from .common import ENCODERS, MODEL_ENV, default_model
+from .settings import PIPELINE_ENV
 
 PAGES = [
     (
@@ -19,8 +19,8 @@ PAGES = [
     ("Layer weights", "the softmax(s_j) and γ each listener of a trained pipeline learned (a shipped EWT example)"),
     (
         "CoVe attention",
-        "translate an English sentence and audit the decoder's attention α: coverage, OOV words, heatmap or lines, "
-        "HTML export",
+        "translate an English sentence and audit the decoder's attention α: coverage, how peaked each row is, "
+        "OOV words and what each <unk> copied, heatmap or lines, HTML export",
     ),
     (
         "Layer probe",
@@ -31,16 +31,12 @@ PAGES = [
 ]
 
 
-def model_status() -> pd.DataFrame:
+def models_found() -> pd.DataFrame:
     """Which model directory each encoder's pages start with, and whether it is there."""
-    rows = []
-    for kind, env in (("elmo", ELMO_MODEL_ENV), ("cove", COVE_MODEL_ENV)):
-        model = default_model(kind)
-        try:
-            where, note = str(resolve_model_dir(kind, model)), "found"
-        except (OSError, ValueError) as error:  # missing, damaged, or a catalog name not cached while offline
-            where, note = model, f"{error}; or set {env}"
-        rows.append({"encoder": kind, "model": where, "status": note})
+    rows = model_status({kind: default_model(kind) for kind in ENCODERS})
+    for row in rows:
+        if row["status"] != "found":
+            row["status"] += f"; or set {MODEL_ENV[row['encoder']]}"
     return pd.DataFrame(rows)
 
 
@@ -51,5 +47,5 @@ def render() -> None:
         + "\n".join(f"- **{name}**: {text}" for name, text in PAGES)
     )
     st.subheader("Models")
-    st.dataframe(model_status(), hide_index=True, key="home_models")
+    st.dataframe(models_found(), hide_index=True, key="home_models")
     st.caption(f"A default trained pipeline for the Layer weights page can be named in {PIPELINE_ENV}.")

@@ -1,29 +1,55 @@
 """Layer probe: word-sense 1-NN accuracy per layer (stratified 5-fold CV, ``analysis.sense_probe``) on a
 sense-labelled corpus, sampled per sense, with bootstrap error bars, next to the most-frequent-sense
-baseline; a click on a bar opens that word and layer in the Sense explorer."""
+baseline and the majority-sense share; a click on a bar opens that word and layer in the Sense explorer
+on the probe's own sample (its vectors already in the shared store, so it opens at once). The corpus,
+the settings and the results stay while another page is open."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from ..analysis.layer_scores import PURITY_VS_PROBE
 from ..analysis.probe_plot import probe_figure, probe_frame
-from ..analysis.sense_probe import MIN_INSTANCES_PER_SENSE, TYPE_LEVEL_LAYER, labelled_instances, sense_probe
-from .common import cached_encoder, clicked_point, encoder_or_stop, encoder_picker, open_page
+from ..analysis.sense_probe import (
+    MIN_INSTANCES_PER_SENSE,
+    TYPE_LEVEL_LAYER,
+    labelled_instances,
+    sample_per_sense,
+    sampled_counts,
+    sense_probe,
+)
+from .common import (
+    cached_encoder,
+    clicked_point,
+    encoder_or_stop,
+    encoder_picker,
+    keep_widgets,
+    occurrence_layers,
+    occurrence_store,
+    open_page,
+)
 from .corpus_picker import DEMO, JSONL, UPLOAD, corpus_picker
 
 KEY = "probe"
 DEFAULT_MAX_INSTANCES = 400
 FOLDS = 5
+KEPT = [f"{KEY}_{name}" for name in ("encoder", "model_elmo", "model_cove", "source", "jsonl_file", "jsonl_path",
+                                     "max", "seed")]  # fmt: skip
 
 
-@st.cache_data(max_entries=16, show_spinner="Embedding the instances and running the probe…")
-def cached_probe(kind: str, model: str, corpus_digest: str, max_instances: int, seed: int, _records) -> list[dict]:
-    encoder = cached_encoder(kind, model)
-    return sense_probe(_records, encoder.embed_sentences, FOLDS, seed, max_instances, encoder.layer_labels)
+@st.cache_data(max_entries=16, show_spinner="Running the probe…")
+def cached_probe(kind: str, model: str, corpus_digest: str, max_instances: int, seed: int, _records, _instances):
+    """The probe on vectors from the shared store (embedded before this is called)."""
+    store = occurrence_store(kind, model, corpus_digest, _records)
+    return sense_probe(
+        _instances, None, FOLDS, seed, max_instances, cached_encoder(kind, model).layer_labels,
+        vectors_of=lambda items: store.layers([(item["record"], item["target"]) for item in items]),
+    )  # fmt: skip
 
 
 def render() -> None:
     st.title("Layer probe")
+    keep_widgets(KEPT)
     st.markdown(
         "Which layer knows the sense? Each instance's vector at layer j is labelled with the sense whose centroid "
         f"(over the training folds) is nearest: 1-NN, {FOLDS}-fold cross-validation, the ELMo paper's WSD method. "
@@ -46,19 +72,19 @@ def render() -> None:
         return
     encoder_or_stop(kind, model)
     request = (kind, model, digest, max_instances, seed)
-    words = {item["word"] for item in instances}
-    label = f"Run the probe on {len(words)} word{'s' if len(words) > 1 else ''} ({len(instances):,} instances)"
-    if st.button(label, type="primary", key=f"{KEY}_run"):
+    if st.button(run_label(sampled_counts(instances, max_instances)), type="primary", key=f"{KEY}_run"):
         st.session_state[f"{KEY}_request"] = request
     if st.session_state.get(f"{KEY}_request") != request:
         st.info("Press **Run the probe** (it embeds every sampled instance once; large files take a while).")
         return
+    sample = sample_per_sense(instances, max_instances, seed)
+    occurrence_layers(kind, model, digest, records, [(item["record"], item["target"]) for item in sample])
     try:
-        results = cached_probe(kind, model, digest, max_instances, seed, instances)
+        results = cached_probe(kind, model, digest, max_instances, seed, records, instances)
     except ValueError as error:  # e.g. a word with fewer instances than folds
         st.error(f"The probe cannot run on this corpus: {error}")
         return
-    follow_bar_click(kind, model, source)
+    follow_bar_click(kind, model, source, sample)
     for result in results:
         for warning in result["warnings"]:
             st.warning(warning)
@@ -67,35 +93,51 @@ def render() -> None:
     )
     type_level = results[0]["layers"][TYPE_LEVEL_LAYER]
     st.caption(
-        f"Error bars: 95 % bootstrap intervals over the instances. {type_level} (hatched) is type-level: one vector "
-        "per word form whatever the context, so its score only says how well the word form (e.g. hard / harder) "
-        "predicts the sense, with ties broken arbitrarily. **Click a bar** to open that word and layer in the "
-        "Sense explorer."
+        f"Error bars: 95 % bootstrap intervals over the instances. Dashed line: each word's majority-sense share. "
+        f"MFS baseline: the held-out accuracy of always guessing the training folds' most frequent sense; with nearly "
+        "tied senses it falls below the share, because holding a fold out can leave the other sense the majority. "
+        f"{type_level} (hatched) is type-level: one vector per word form whatever the context, so its score only says "
+        "how well the word form (e.g. hard / harder) predicts the sense; the table gives the best a word form alone "
+        f"can do. {PURITY_VS_PROBE} **Click a bar** to open that word and layer in the Sense explorer, on this sample."
     )
     st.dataframe(summary_table(results), hide_index=True, key=f"{KEY}_table")
 
 
+def run_label(counts: dict[str, tuple[int, int]]) -> str:
+    """ "Run the probe on 1 word (400 of 4,378 instances)"."""
+    used, available = sum(u for u, _ in counts.values()), sum(a for _, a in counts.values())
+    words = f"{len(counts)} word{'s' if len(counts) > 1 else ''}"
+    return (
+        f"Run the probe on {words} ({used:,} of {available:,} instances)"
+        if used < available
+        else (f"Run the probe on {words} ({used:,} instances)")
+    )
+
+
 def summary_table(results: list[dict]):
     frame = probe_frame(results)
-    extra = {
-        r["word"]: (r["majority_share"], ", ".join(f"{s} {c}" for s, c in r["sense_counts"].items())) for r in results
-    }
-    frame["majority share (training folds)"] = [extra[w][0] for w in frame["word"]]
-    frame["senses (sampled)"] = [extra[w][1] for w in frame["word"]]
+    by_word = {r["word"]: r for r in results}
+    frame["majority share (training folds)"] = [by_word[w]["majority_share"] for w in frame["word"]]
+    frame["word form alone"] = [by_word[w]["word_form_accuracy"] for w in frame["word"]]
+    frame["senses (sampled)"] = [", ".join(f"{s} {c}" for s, c in by_word[w]["sense_counts"].items()) for w in
+                                 frame["word"]]  # fmt: skip
     return frame.drop(columns=["layer_index"])
 
 
-def follow_bar_click(kind: str, model: str, source: str) -> None:
-    """A click on a layer's bar opens the Sense explorer on that word, at that layer, on this corpus."""
+def follow_bar_click(kind: str, model: str, source: str, sample: list[dict]) -> None:
+    """A click on a layer's bar opens the Sense explorer on that word, at that layer, on this corpus and
+    on the instances the probe used."""
     clicked = clicked_point(f"{KEY}_chart")
     if clicked is None or int(clicked[1]) < 0:  # nothing clicked, or the baseline
         return
+    word = str(clicked[0])
     state = {
         "encoder": kind,
         f"model_{kind}": model,
         "source": source,
-        "word": str(clicked[0]),
+        "word": word,
         "layer": int(clicked[1]),
+        "sample": [(item["record"], item["target"]) for item in sample if item["word"] == word],
     }
     if source == JSONL:
         state["jsonl_file"] = st.session_state.get(f"{KEY}_jsonl_file")

@@ -1,11 +1,14 @@
 """Sense explorer: every occurrence of a word, its vector at a layer (or a mix), projected (PCA live,
 UMAP on demand and cached) and clustered, with linked views: click a point and it and its k nearest
 occurrences are marked on the scatter while the neighbour panel beside it lists them as aligned KWIC
-lines (precision@k against gold senses); every layer side by side with its sense-purity score; the
-type-level layer as one labelled point per word form; the nearest tokens of any word in the corpus;
-export for the TensorFlow Embedding Projector."""
+lines (precision@k against gold senses, beside the chance level); every layer side by side with its
+score and the majority-sense baseline; the type-level layer as one labelled point per word form; the
+nearest tokens of any word in the corpus; export for the TensorFlow Embedding Projector. Opened from
+the Layer probe, it shows the probe's sample, whose vectors the shared store already holds."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -13,13 +16,15 @@ import streamlit as st
 
 from ..analysis.clusters import METHODS as CLUSTER_METHODS
 from ..analysis.clusters import cluster
-from ..analysis.corpus_index import build_token_index, nearest_tokens
+from ..analysis.corpus_index import build_token_index, indexed_records, nearest_tokens
+from ..analysis.layer_scores import PURITY_K, PURITY_VS_PROBE, layer_scores
 from ..analysis.layer_weights import example_mixes
-from ..analysis.neighbours import kwic_html, neighbour_table, precision_at_k
+from ..analysis.neighbours import kwic_html, nearest_neighbours, neighbour_table, precision_at_k, sense_share
+from ..analysis.occurrence_store import occurrence_pairs
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.projection import project
 from ..analysis.projector_export import projector_zip
-from ..analysis.purity import knn_sense_accuracy, silhouette, structure_strength, word_form_accuracy
+from ..analysis.purity import majority_share, silhouette, structure_strength
 from ..analysis.sense_plots import (
     point_frame,
     sense_scatter,
@@ -32,20 +37,35 @@ from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import layer_options, select_layer
 from .common import (
     cached_encoder,
-    cached_occurrence_layers,
     clicked_point,
+    context_key,
     encoder_or_stop,
     encoder_picker,
     follow_click,
     layer_label,
+    occurrence_layers,
     opened,
+    progress_bar,
 )
 from .corpus_picker import corpus_picker, word_picker
 
 KEY = "sense"
 MAX_OCCURRENCES = 5000
-PURITY_K = 5
 UNIFORM = "uniform (1/L)"
+TOKEN_INDEXES = 2  # corpora whose whole-corpus token index is kept (each up to 30,000 tokens × every layer)
+
+
+@dataclass
+class View:
+    """What the controls above the scatter chose."""
+
+    mix_name: str
+    weights: list[float] | None
+    layer: int | str
+    projection: str
+    color: str
+    method: str
+    k: int | None
 
 
 @st.cache_data(max_entries=32, show_spinner="Clustering…")
@@ -59,23 +79,8 @@ def cached_projection(vectors: np.ndarray, method: str):
 
 
 @st.cache_data(max_entries=16, show_spinner="Scoring every layer…")
-def layer_panels(layers: np.ndarray, weights, senses: tuple, forms: tuple, clusters: np.ndarray) -> list[dict]:
-    """Per layer and the mix: PCA coordinates and a sense-purity score (kNN sense accuracy with gold
-    senses, the word-form majority for the type-level layer, else the silhouette of the clusters)."""
-    gold = all(s is not None for s in senses) and len(set(senses)) > 1
-    panels = []
-    for layer in layer_options(layers.shape[1]):
-        vectors = select_layer(layers, layer, weights)
-        if layer == TYPE_LEVEL_LAYER:
-            score = ("word-form majority (upper bound)", word_form_accuracy(forms, senses)) if gold else None
-        elif gold:
-            score = (f"{PURITY_K}-NN sense accuracy", knn_sense_accuracy(vectors, senses, PURITY_K))
-        else:
-            value = silhouette(vectors, clusters)
-            score = ("silhouette of the clusters", value) if value is not None else None
-        coords = None if layer == TYPE_LEVEL_LAYER else project(vectors, "pca")
-        panels.append({"layer": layer, "projection": coords, "score": score})
-    return panels
+def cached_layer_scores(layers: np.ndarray, weights, senses: tuple, forms: tuple, clusters: np.ndarray):
+    return layer_scores(layers, weights, senses, forms, clusters)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -84,9 +89,20 @@ def cached_word_forms(static: np.ndarray, tokens: tuple, senses: tuple):
     return word_form_frame(occurrences, static)
 
 
-@st.cache_data(max_entries=4, show_spinner="Embedding the corpus for sentence-level neighbours…")
-def cached_token_index(kind: str, model: str, corpus_digest: str, _records):
-    return build_token_index(cached_encoder(kind, model).embed_sentences, _records)
+@st.cache_resource(show_spinner=False)
+def token_indexes() -> dict:
+    """Whole-corpus token indexes by (encoder, model, corpus), the newest ``TOKEN_INDEXES`` of them."""
+    return {}
+
+
+def token_index(kind: str, model: str, digest: str, records):
+    indexes, key = token_indexes(), (kind, model, digest)
+    if key not in indexes:
+        embed = cached_encoder(kind, model).embed_sentences
+        indexes[key] = build_token_index(embed, records, progress=progress_bar("Embedding the corpus"))
+        while len(indexes) > TOKEN_INDEXES:
+            indexes.pop(next(iter(indexes)))
+    return indexes[key]
 
 
 def token_senses(occurrences) -> tuple[tuple, tuple]:
@@ -105,12 +121,18 @@ def mix_choices(kind: str, n_layers: int) -> dict[str, list[float] | None]:
 
 
 def apply_opened() -> None:
-    """A page that sent us here (the layer probe) names the encoder, model, corpus, word and layer."""
+    """A page that sent us here (the layer probe) names the encoder, model, corpus, word, layer and the
+    occurrences it used."""
     state = opened("sense_explorer")
     if not state:
         return
+    kind = state["encoder"]
+    layer, sample = state.pop("layer", None), state.pop("sample", None)
     for name, value in state.items():
         st.session_state[f"{KEY}_{name}"] = value
+    if layer is not None:
+        st.session_state[context_key(f"{KEY}_layer", kind, state[f"model_{kind}"])] = layer
+    st.session_state[f"{KEY}_sample"] = {"word": state["word"], "pairs": sample} if sample else None
     st.session_state[f"{KEY}_keep_word"] = True
 
 
@@ -120,111 +142,141 @@ def render() -> None:
     kind, model = encoder_picker(KEY)
     records, digest, source = corpus_picker(KEY)
     word = word_picker(KEY, records, digest, source)
-    with st.sidebar:
-        max_occurrences = st.number_input(
-            "At most this many occurrences", 3, MAX_OCCURRENCES, MAX_OCCURRENCES, step=500, key=f"{KEY}_max"
-        )
-    try:
-        occurrences = find_occurrences(records, word)
-    except InputError as error:
-        st.error(str(error))
-        st.stop()
-    if len(occurrences) > max_occurrences:
-        st.warning(f"'{word}' occurs {len(occurrences):,} times; using the first {int(max_occurrences):,}.")
-        occurrences = occurrences.iloc[: int(max_occurrences)]
+    occurrences = chosen_occurrences(records, word)
     embedder = encoder_or_stop(kind, model)  # a missing model stops here with a message
-    layers = cached_occurrence_layers(kind, model, digest, word, int(max_occurrences), records, occurrences)
+    layers = occurrence_layers(kind, model, digest, records, occurrence_pairs(occurrences))
     labels = embedder.layer_labels
-    has_senses = occurrences["sense"].notna().any()
-    forms = occurrences["token"].value_counts()
-    st.caption(
-        f"{len(occurrences):,} occurrences of **{word}** in {len(set(occurrences['record'])):,} sentences · "
-        f"forms: {', '.join(f'{f} ({c:,})' for f, c in forms.head(6).items())} · {kind} ({model}) · "
-        f"{layers.shape[1]} layers ({', '.join(labels)}) of {layers.shape[2]} dimensions"
-        + (f" · gold senses: {occurrences['sense'].nunique()}" if has_senses else "")
-    )
-
-    mixes = mix_choices(kind, layers.shape[1])
-    controls = st.columns([1.3, 1.1, 1.2, 1.4, 1.2, 1.0])
-    if st.session_state.get(f"{KEY}_mix") not in mixes:
-        st.session_state[f"{KEY}_mix"] = UNIFORM
-    mix_name = controls[0].selectbox("Mix", list(mixes), key=f"{KEY}_mix", help="the weights of the 'mix' layer")
-    weights = mixes[mix_name]
-    options = layer_options(layers.shape[1])
-    if st.session_state.get(f"{KEY}_layer") not in options:
-        st.session_state[f"{KEY}_layer"] = options[-2]
-    layer = controls[1].selectbox(
-        "Layer", options, format_func=lambda j: layer_label(labels, j, mix_name.split(" (")[0]), key=f"{KEY}_layer"
-    )
-    projection = controls[2].radio("Projection", ("pca", "umap"), format_func=str.upper, horizontal=True,
-                                   key=f"{KEY}_projection")  # fmt: skip
-    color_options = ["sense", "cluster", "form"] if has_senses else ["cluster", "form"]
-    color = controls[3].radio("Colour by", color_options, horizontal=True, key=f"{KEY}_color")
-    method = controls[4].radio("Clusters", CLUSTER_METHODS, horizontal=True, key=f"{KEY}_clusters")
-    auto_k = controls[5].checkbox("k by silhouette", value=True, key=f"{KEY}_auto_k")
-    k = None if auto_k else controls[5].slider("k", 1, 12, 3, key=f"{KEY}_k")
-
-    vectors = select_layer(layers, layer, weights)
-    clustering = cached_cluster(vectors, method, k)
-    coords = cached_projection(vectors, "pca")
-    umap_key = (kind, model, digest, word, len(occurrences), str(layer), mix_name)
-    computed = st.session_state.setdefault(f"{KEY}_umap_done", set())
-    if projection == "umap" and umap_key in computed:
-        coords = cached_projection(vectors, "umap")
-    frame = point_frame(records, occurrences, coords.coords, clustering.labels)
-
+    header(word, occurrences, kind, model, labels, layers)
+    view = controls(kind, model, digest, word, labels, layers, occurrences["sense"].notna().any())
+    vectors = select_layer(layers, view.layer, view.weights)
+    clustering = cached_cluster(vectors, view.method, view.k)
+    context = (kind, model, digest, word, len(occurrences))
+    query_key = context_key(f"{KEY}_query", *context)
     clicked = clicked_point(f"{KEY}_chart")
-    follow_click(f"{KEY}_chart", f"{KEY}_query", None if clicked is None else int(clicked[0]))
+    follow_click(f"{KEY}_chart", query_key, None if clicked is None else int(clicked[0]))
     left, right = st.columns([1.05, 1])
     with right:
-        query, table = render_neighbours(records, occurrences, vectors)
+        query, table = render_neighbours(records, occurrences, vectors, query_key)
     with left:
-        if projection == "umap" and umap_key not in computed:
-            st.info("UMAP is computed on demand (then cached for this word, layer and mix); PCA is shown until then.")
-            if st.button("Compute UMAP", type="primary", key=f"{KEY}_umap"):
-                cached_projection(vectors, "umap")
-                computed.add(umap_key)
-                st.rerun()
-        if layer == TYPE_LEVEL_LAYER:
-            forms_frame, titles = cached_word_forms(vectors, *token_senses(occurrences))
-            st.plotly_chart(
-                word_form_figure(forms_frame, f"{labels[0]}: one point per word form (type-level)", titles, 620),
-                key=f"{KEY}_forms_chart",
-                width="stretch",
-            )
-            st.caption("A type-level layer gives every occurrence of a word form the same vector: one point each.")
-        else:
-            title = f"{layer_label(labels, layer, mix_name.split(' (')[0])}: {len(occurrences):,} occurrences"
-            st.plotly_chart(
-                sense_scatter(frame, color, title, coords.axis_titles, query, table["occurrence"].tolist()),
-                on_select="rerun",
-                selection_mode="points",
-                key=f"{KEY}_chart",
-                width="stretch",
-            )
-    render_clusters(clustering, vectors, method)
-    render_small_multiples(layers, weights, labels, mix_name, occurrences, records, clustering, color)
-    render_corpus_neighbours(kind, model, digest, records, occurrences, vectors, layer, weights, query, word)
+        render_scatter(records, occurrences, vectors, clustering, labels, view, context, query, table)
+    render_clusters(clustering, vectors, view.method)
+    render_small_multiples(layers, labels, occurrences, records, clustering, view, query, table)
+    render_corpus_neighbours(kind, model, digest, records, occurrences, vectors, view, query)
     metadata = occurrences.assign(cluster=clustering.labels)[["token", "sense", "cluster", "sentence"]]
     st.download_button(
         "Export for the TensorFlow Embedding Projector (tensors.tsv + metadata.tsv)",
-        data=lambda: projector_zip(vectors, metadata, name=f"{word}-{kind}-layer-{layer}"),  # built on click
-        file_name=f"{word}_{kind}_layer_{layer}_projector.zip",
+        data=lambda: projector_zip(vectors, metadata, name=f"{word}-{kind}-layer-{view.layer}"),  # built on click
+        file_name=f"{word}_{kind}_layer_{view.layer}_projector.zip",
         mime="application/zip",
         key=f"{KEY}_export",
     )
 
 
-def render_neighbours(records, occurrences, vectors):
+def chosen_occurrences(records, word: str) -> pd.DataFrame:
+    """The word's occurrences: the Layer probe's sample when it sent us here (with a button for all of
+    them), else the first ``At most`` of them."""
+    with st.sidebar:
+        max_occurrences = int(st.number_input(
+            "At most this many occurrences", 3, MAX_OCCURRENCES, MAX_OCCURRENCES, step=500, key=f"{KEY}_max"
+        ))  # fmt: skip
+    try:
+        occurrences = find_occurrences(records, word)
+    except InputError as error:
+        st.error(str(error))
+        st.stop()
+    sample = st.session_state.get(f"{KEY}_sample")
+    if sample and sample["word"] == word:
+        wanted = set(map(tuple, sample["pairs"]))
+        chosen = occurrences[[pair in wanted for pair in occurrence_pairs(occurrences)]]
+        if len(chosen) == len(wanted):
+            columns = st.columns([3, 2])
+            columns[0].info(f"The Layer probe's sample: {len(chosen):,} of the {len(occurrences):,} occurrences.")
+            if columns[1].button(f"Use all {min(len(occurrences), max_occurrences):,} occurrences", key=f"{KEY}_all"):
+                st.session_state[f"{KEY}_sample"] = None
+                st.rerun()
+            return chosen.reset_index(drop=True)
+    st.session_state[f"{KEY}_sample"] = None
+    if len(occurrences) > max_occurrences:
+        st.warning(f"'{word}' occurs {len(occurrences):,} times; using the first {max_occurrences:,}.")
+        occurrences = occurrences.iloc[:max_occurrences]
+    return occurrences
+
+
+def header(word, occurrences, kind, model, labels, layers) -> None:
+    forms = occurrences["token"].value_counts()
+    has_senses = occurrences["sense"].notna().any()
+    senses = ""
+    if has_senses:
+        share = majority_share(occurrences["sense"].fillna("(none)").tolist())
+        senses = f" · gold senses: {occurrences['sense'].nunique()} (majority sense {share:.2f} of the occurrences)"
+    st.caption(
+        f"{len(occurrences):,} occurrences of **{word}** in {len(set(occurrences['record'])):,} sentences · "
+        f"forms: {', '.join(f'{f} ({c:,})' for f, c in forms.head(6).items())} · {kind} ({model}) · "
+        f"{layers.shape[1]} layers ({', '.join(labels)}) of {layers.shape[2]} dimensions" + senses
+    )
+
+
+def controls(kind, model, digest, word, labels, layers, has_senses) -> View:
+    """The row of controls; those whose options depend on the encoder or the corpus are keyed on it."""
+    mixes = mix_choices(kind, layers.shape[1])
+    row = st.columns([1.3, 1.1, 1.2, 1.4, 1.2, 1.0])
+    mix_name = row[0].selectbox("Mix", list(mixes), key=context_key(f"{KEY}_mix", kind, model),
+                                help="the weights of the 'mix' layer")  # fmt: skip
+    options = layer_options(layers.shape[1])
+    layer_key = context_key(f"{KEY}_layer", kind, model)
+    if st.session_state.get(layer_key) not in options:
+        st.session_state[layer_key] = options[-2]
+    layer = row[1].selectbox(
+        "Layer", options, format_func=lambda j: layer_label(labels, j, mix_name.split(" (")[0]), key=layer_key
+    )
+    projection = row[2].radio("Projection", ("pca", "umap"), format_func=str.upper, horizontal=True,
+                              key=f"{KEY}_projection")  # fmt: skip
+    color_options = ["sense", "cluster", "form"] if has_senses else ["cluster", "form"]
+    color = row[3].radio("Colour by", color_options, horizontal=True, key=context_key(f"{KEY}_color", digest, word))
+    method = row[4].radio("Clusters", CLUSTER_METHODS, horizontal=True, key=f"{KEY}_clusters")
+    auto_k = row[5].checkbox("k by silhouette", value=True, key=f"{KEY}_auto_k")
+    k = None if auto_k else row[5].slider("k", 1, 12, 3, key=f"{KEY}_k")
+    return View(mix_name, mixes[mix_name], layer, projection, color, method, k)
+
+
+def render_scatter(records, occurrences, vectors, clustering, labels, view: View, context, query, table) -> None:
+    umap_key = (*context, str(view.layer), view.mix_name)
+    computed = st.session_state.setdefault(f"{KEY}_umap_done", set())
+    coords = cached_projection(vectors, "umap" if view.projection == "umap" and umap_key in computed else "pca")
+    if view.projection == "umap" and umap_key not in computed:
+        st.info("UMAP is computed on demand (then cached for this word, layer and mix); PCA is shown until then.")
+        if st.button(f"Compute UMAP of {len(occurrences):,} occurrences", type="primary", key=f"{KEY}_umap"):
+            cached_projection(vectors, "umap")
+            computed.add(umap_key)
+            st.rerun()
+    if view.layer == TYPE_LEVEL_LAYER:
+        forms_frame, titles = cached_word_forms(vectors, *token_senses(occurrences))
+        st.plotly_chart(
+            word_form_figure(forms_frame, f"{labels[0]}: one point per word form (type-level)", titles, 620),
+            key=f"{KEY}_forms_chart",
+            width="stretch",
+        )
+        st.caption("A type-level layer gives every occurrence of a word form the same vector: one point each.")
+        return
+    frame = point_frame(records, occurrences, coords.coords, clustering.labels)
+    title = f"{layer_label(labels, view.layer, view.mix_name.split(' (')[0])}: {len(occurrences):,} occurrences"
+    st.plotly_chart(
+        sense_scatter(frame, view.color, title, coords.axis_titles, query, table["occurrence"].tolist()),
+        on_select="rerun",
+        selection_mode="points",
+        key=f"{KEY}_chart",
+        width="stretch",
+    )
+
+
+def render_neighbours(records, occurrences, vectors, query_key: str):
     st.markdown("**Nearest occurrences** (cosine, in the original space) · click a point to choose")
     columns = st.columns([3, 1])
-    if st.session_state.get(f"{KEY}_query", 0) >= len(occurrences):
-        st.session_state[f"{KEY}_query"] = 0
     query = columns[0].selectbox(
         "Occurrence",
         list(range(len(occurrences))),
         format_func=lambda i: f"#{i}: " + occurrences["sentence"].iloc[i][:100],
-        key=f"{KEY}_query",
+        key=query_key,
     )
     k = columns[1].slider("Neighbours k", 1, 50, 10, key=f"{KEY}_neighbours")
     table = neighbour_table(records, occurrences, vectors, query, k)
@@ -232,7 +284,12 @@ def render_neighbours(records, occurrences, vectors):
     precision = precision_at_k(table, query_sense)
     summary = f"Query #{query}" + (f" · sense **{query_sense}**" if query_sense else "")
     if precision is not None:
-        summary += f" · same-sense precision@{len(table)} = **{precision:.2f}**"
+        chance = sense_share(occurrences, query_sense)
+        share = majority_share(occurrences["sense"].fillna("(none)").tolist())
+        summary += (
+            f" · same-sense precision@{len(table)} = **{precision:.2f}** (random neighbours: {chance:.2f}, this "
+            f"sense's share; majority sense {share:.2f})"
+        )
     st.markdown(summary)
     st.html(kwic_html(table, query_sense))
     return query, table
@@ -260,41 +317,46 @@ def render_clusters(clustering, vectors, method) -> None:
             st.plotly_chart(silhouette_figure(clustering.silhouettes), key=f"{KEY}_silhouette")
 
 
-def render_small_multiples(layers, weights, labels, mix_name, occurrences, records, clustering, color) -> None:
+def render_small_multiples(layers, labels, occurrences, records, clustering, view: View, query, table) -> None:
     st.subheader("Every layer side by side")
     tokens, senses = token_senses(occurrences)
-    panels = layer_panels(layers, weights, senses, tokens, clustering.labels)
+    k = len(table)
     figures = []
-    for panel in panels:
-        name = layer_label(labels, panel["layer"], mix_name.split(" (")[0])
-        score = f"{panel['score'][0]} {panel['score'][1]:.2f}" if panel["score"] else "no score"
-        entry = {"title": f"<b>{name}</b><br>{score}"}
-        if panel["layer"] == TYPE_LEVEL_LAYER:
-            entry["word_forms"], entry["axis_titles"] = cached_word_forms(layers[:, 0], *token_senses(occurrences))
+    for score in cached_layer_scores(layers, view.weights, senses, tokens, clustering.labels):
+        name = layer_label(labels, score.layer, view.mix_name.split(" (")[0])
+        entry = {"title": f"<b>{name}</b><br>{score.caption()}"}
+        if score.layer == TYPE_LEVEL_LAYER:
+            entry["word_forms"], entry["axis_titles"] = cached_word_forms(layers[:, 0], tokens, senses)
         else:
-            coords = panel["projection"]
-            entry["points"] = point_frame(records, occurrences, coords.coords, clustering.labels)
-            entry["axis_titles"] = coords.axis_titles
+            vectors = select_layer(layers, score.layer, view.weights)
+            entry["points"] = point_frame(records, occurrences, score.projection.coords, clustering.labels)
+            entry["axis_titles"] = score.projection.axis_titles
+            entry["selected"], entry["neighbours"] = query, nearest_neighbours(vectors, query, k)["occurrence"].tolist()
         figures.append(entry)
-    st.plotly_chart(small_multiples(figures, color), key=f"{KEY}_multiples", width="stretch")
+    st.plotly_chart(small_multiples(figures, view.color), key=f"{KEY}_multiples", width="stretch")
     st.caption(
-        f"PCA of each layer. Scores: with gold senses, the share of occurrences whose {PURITY_K} nearest "
-        "occurrences mostly share their sense (the type-level layer: the best a word form alone can do, each form's "
-        "majority sense); without, the silhouette of the clusters. Higher = senses better separated."
+        f"PCA of each layer; the star is the query and the rings its {k} nearest occurrences in that layer. Scores: "
+        f"with gold senses, {PURITY_K}-NN sense purity (the share of occurrences whose {PURITY_K} nearest occurrences "
+        "mostly share their sense; the type-level layer: the best a word form alone can do, each form's majority "
+        "sense) beside the majority-sense share (what always guessing the commonest sense scores); without, the "
+        f"silhouette of the clusters. {PURITY_VS_PROBE}"
     )
 
 
-def render_corpus_neighbours(kind, model, digest, records, occurrences, vectors, layer, weights, query, word):
+def render_corpus_neighbours(kind, model, digest, records, occurrences, vectors, view: View, query) -> None:
     st.subheader("Nearest tokens of any word (sentence-level neighbours)")
-    if not st.toggle("Search the whole corpus", key=f"{KEY}_corpus_search"):
+    sentences = indexed_records(records)
+    tokens = sum(len(records[i]["tokens"]) for i in sentences)
+    label = f"Search the whole corpus ({tokens:,} tokens of {len(sentences):,} sentences)"
+    if not st.toggle(label, key=f"{KEY}_corpus_search"):
         st.caption("Embeds every token of the corpus once (up to 30,000 tokens), then ranks them against the query.")
         return
-    index = cached_token_index(kind, model, digest, records)
+    index = token_index(kind, model, digest, records)
     row = occurrences.iloc[query]
     other_words = st.checkbox(f"Leave out '{row['token']}' itself", key=f"{KEY}_other_words")
     hits = nearest_tokens(
-        index, records, vectors[query], layer, weights, k=10, exclude=(int(row["record"]), int(row["position"])),
-        other_words_only=row["token"] if other_words else None,
+        index, records, vectors[query], view.layer, view.weights, k=10,
+        exclude=(int(row["record"]), int(row["position"])), other_words_only=row["token"] if other_words else None,
     )  # fmt: skip
     st.caption(
         f"Query #{query} ({row['token']}) against {len(index.record):,} tokens of {index.sentences:,} of the corpus's "

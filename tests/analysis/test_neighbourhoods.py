@@ -13,13 +13,17 @@ from spacy_contextual.analysis.projection import align, project
 from spacy_contextual.analysis.purity import knn_sense_accuracy, silhouette, structure_strength, word_form_accuracy
 
 
-def test_kwic_lines_put_the_word_in_the_middle_with_fixed_context():
+def test_kwic_lines_put_the_word_in_the_middle_cut_between_words():
     tokens = "one two three four five six seven eight nine ten".split()
     left, word, right = kwic(tokens, 4, width=12)
-    assert (left, word, right) == ("… three four", "five", "six seven e…") and len(left) == len(right) == 12
-    assert kwic(tokens, 0, width=12) == ("", "one", "two three f…")
+    assert (left, word, right) == ("… three four", "five", "six seven …") and max(len(left), len(right)) <= 12
+    assert kwic(tokens, 0, width=12) == ("", "one", "two three …")
     left, word, right = kwic(tokens, 9, width=100)
     assert left == " ".join(tokens[:9]) and right == ""
+    assert kwic(["a", "extraordinarily", "b"], 2, width=8) == ("…", "b", "")  # never half a word
+    for position in range(len(tokens)):
+        left, _, right = kwic(tokens, position)
+        assert all(w in tokens or w == "…" for w in (left + " " + right).split())
     table = pd.DataFrame(
         {"similarity": [0.9], "sense": ["A"], "same_sense": [True], "left": ["<a>"], "word": ["b&"], "right": [""]}
     )

@@ -1,4 +1,5 @@
-"""Figures and exports: sense scatter, projector TSV, attention heatmap, probe chart."""
+"""Figures and exports: sense scatter, word-form labels, small multiples, projector TSV, probe chart
+(the attention figures: test_attention.py)."""
 
 import io
 import json
@@ -8,22 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spacy_contextual.analysis.attention import (
-    attention_figure,
-    attention_lines_html,
-    coverage,
-    low_coverage,
-    most_repeated_ngram,
-    standalone_html,
-)
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences
+from spacy_contextual.analysis.palette import OKABE_ITO
 from spacy_contextual.analysis.probe_plot import probe_figure, probe_frame
 from spacy_contextual.analysis.projector_export import projector_tsv, projector_zip
 from spacy_contextual.analysis.sense_plots import (
+    LABEL_POSITIONS,
+    label_positions,
+    marker_sizes,
     point_frame,
     sense_scatter,
+    shared_range,
     small_multiples,
     snippet,
+    word_form_figure,
     word_form_frame,
 )
 
@@ -55,10 +54,31 @@ def test_the_selected_occurrence_and_its_neighbours_are_drawn_on_top():
     coords = np.random.default_rng(0).normal(size=(len(occurrences), 2)).astype(np.float32)
     frame = point_frame(records, occurrences, coords)
     fig = sense_scatter(frame, "sense", "t", ("PC1 (40.0 % of variance)", "PC2"), selected=3, neighbours=[5, 1, 8])
-    rings, star = fig.data[-2], fig.data[-1]
+    halo, rings, star = fig.data[-3], fig.data[-2], fig.data[-1]
     assert rings.name == "3 nearest neighbours" and [int(c[0]) for c in rings.customdata] == [5, 1, 8]
+    assert rings.marker.color == "#000000" and halo.marker.color == "#FFFFFF" and not halo.showlegend  # any colour
+    assert halo.marker.line.width > rings.marker.line.width and list(halo.x) == list(rings.x)
     assert star.name == "selected #3" and tuple(star.x) + tuple(star.y) == (coords[3, 0], coords[3, 1])
     assert fig.layout.xaxis.title.text == "PC1 (40.0 % of variance)"
+    assert {t.marker.color for t in fig.data[:-3]} <= set(OKABE_ITO)  # colour-blind-safe categories
+
+
+def test_two_charts_share_one_scale_and_mark_neighbours_as_shared_gained_lost():
+    records = demo_corpus()
+    occurrences = find_occurrences(records, "bat")
+    rng = np.random.default_rng(0)
+    small = point_frame(records, occurrences, 0.2 * rng.normal(size=(len(occurrences), 2)))
+    large = point_frame(records, occurrences, 0.5 * rng.normal(size=(len(occurrences), 2)))
+    scale = shared_range(small, large)
+    marks = {"2 shared": [1, 2], "1 gained (B only)": [3], "1 lost (A only)": [4]}
+    figures = [sense_scatter(f, "sense", selected=0, marks=marks, axis_range=scale) for f in (small, large)]
+    for fig in figures:
+        assert list(fig.layout.xaxis.range) == scale[0] and list(fig.layout.yaxis.range) == scale[1]
+        named = {t.name: t for t in fig.data if t.name in marks}
+        assert {n: [int(c[0]) for c in t.customdata] for n, t in named.items()} == marks
+        assert len({t.marker.symbol for t in named.values()}) == 3  # told apart without colour
+    low, high = scale[0]
+    assert low <= min(small["x"].min(), large["x"].min()) and high >= max(small["x"].max(), large["x"].max())
 
 
 def test_a_type_level_layer_is_one_labelled_point_per_word_form():
@@ -72,6 +92,42 @@ def test_a_type_level_layer_is_one_labelled_point_per_word_form():
     assert "% of variance" in titles[0]
     one, _ = word_form_frame(occurrences.iloc[[0, 2]], static[[0, 2]])
     assert list(one["count"]) == [2] and (one["x"] == 0).all()
+
+
+def label_boxes(x, y, labels, sizes, positions, width, height):
+    """The label boxes as label_positions estimates them (pixels)."""
+    from spacy_contextual.analysis.sense_plots import LABEL_FONT_SIZE
+
+    px = (x - x.min()) / (x.max() - x.min()) * width * 0.9
+    py = (y - y.min()) / (y.max() - y.min()) * height * 0.9
+    char, line = 0.62 * LABEL_FONT_SIZE, 1.3 * LABEL_FONT_SIZE
+    boxes = []
+    for i, position in enumerate(positions):
+        w, r = char * len(labels[i]), sizes[i] / 2
+        vertical, horizontal = position.split(" ")
+        cy = {"top": py[i] + r + line / 2, "bottom": py[i] - r - line / 2, "middle": py[i]}[vertical]
+        cx = {"center": px[i], "right": px[i] + r + w / 2, "left": px[i] - r - w / 2}[horizontal]
+        boxes.append((cx - w / 2, cy - line / 2, cx + w / 2, cy + line / 2))
+    return boxes
+
+
+def test_word_form_labels_do_not_overlap():
+    # serve ×1,850 and served ×1,410 lie almost on top of each other in the type-level PCA
+    frame = pd.DataFrame(
+        {"x": [0.0, 0.02, 1.0, -1.0], "y": [0.0, 0.01, 0.5, -0.6], "form": ["serve", "served", "serves", "serving"],
+         "count": [1850, 1410, 600, 500], "senses": ["a"] * 4, "sense": ["a"] * 4, "occurrence": [0, 1, 2, 3]}
+    )  # fmt: skip
+    labels = [f"{f} ×{c:,}" for f, c in zip(frame["form"], frame["count"], strict=True)]
+    sizes = marker_sizes(frame["count"])
+    for width, height in ((600, 560), (250, 260)):  # the big chart and one small multiple
+        positions = label_positions(frame["x"], frame["y"], labels, sizes, width, height)
+        assert set(positions) <= set(LABEL_POSITIONS)
+        boxes = label_boxes(frame["x"].to_numpy(), frame["y"].to_numpy(), labels, sizes, positions, width, height)
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                assert min(a[2], b[2]) <= max(a[0], b[0]) or min(a[3], b[3]) <= max(a[1], b[1]), (labels, positions)
+    figure = word_form_figure(frame)
+    assert list(figure.data[0].textposition)[:2] != ["top center", "top center"]
 
 
 def test_small_multiples_share_colours_across_layers():
@@ -92,6 +148,13 @@ def test_small_multiples_share_colours_across_layers():
         by_name.setdefault(trace.name, set()).add(trace.marker.color)
     assert all(len(colors) == 1 for colors in by_name.values())  # one colour per sense in every panel
     assert sum(bool(trace.showlegend) for trace in fig.data[1:]) == 2
+    for panel in panels[1:]:  # the query and its neighbours marked in every contextual panel
+        panel.update(selected=2, neighbours=[0, 5])
+    marked = small_multiples(panels, "sense")
+    rings = [t for t in marked.data if t.name == "nearest neighbours (each layer's own)"]
+    stars = [t for t in marked.data if t.name == "selected"]
+    assert len(rings) == len(stars) == 2 and [int(c[0]) for c in rings[0].customdata] == [0, 5]
+    assert sum(bool(t.showlegend) for t in rings) == 1 and rings[0].marker.color == "#000000"
 
 
 def test_snippet_escapes_html_and_marks_the_word():
@@ -121,50 +184,10 @@ def test_projector_tsv_has_one_row_per_vector_and_a_header():
         projector_tsv(vectors, metadata.iloc[:1])
 
 
-def test_attention_heatmap_is_target_by_source_under_its_coverage():
-    source, target = ["a", "dog", "runs", "."], ["ein", "hund", "läuft", ".", "</s>"]
-    alpha = np.random.default_rng(0).dirichlet(np.ones(4), size=5)
-    fig = attention_figure(source, target, alpha, unknown_source=[2], unknown_target=[1])
-    heatmap, coverage_bars = fig.data
-    np.testing.assert_allclose(np.array(heatmap.z), alpha, rtol=1e-6)
-    np.testing.assert_allclose(np.array(coverage_bars.y), alpha.sum(axis=0), rtol=1e-6)
-    assert list(fig.layout.xaxis2.ticktext)[:2] == ["a", "dog"] and "runs</b> ⚠ OOV" in fig.layout.xaxis2.ticktext[2]
-    assert "hund</b> ⚠ <unk>" in fig.layout.yaxis2.ticktext[1] and fig.layout.xaxis2.tickfont.size >= 14
-    assert heatmap.text[1][1] == f"hund ← dog: {alpha[1, 1]:.3f}"
-    with pytest.raises(ValueError, match=r"expected \(5, 4\)"):
-        attention_figure(source, target, alpha.T)
-
-
-def test_low_coverage_and_repetition_are_found():
-    alpha = np.array([[0.9, 0.1, 0.0], [0.8, 0.0, 0.2], [0.1, 0.0, 0.9]])
-    assert coverage(alpha).tolist() == pytest.approx([1.8, 0.1, 1.1]) and low_coverage(alpha) == [1]
-    assert most_repeated_ngram("sodass sie wünschen , sodass sie wünschen , sodass sie wünschen".split()) == (
-        "sodass sie wünschen",
-        3,
-    )
-    assert most_repeated_ngram("ein mann spielt gitarre".split()) is None
-
-
-def test_the_line_view_is_one_standalone_page_with_a_line_per_pair():
-    source, target = ["<b>", "dog"], ["hund", "&"]
-    alpha = np.array([[0.25, 0.75], [1.0, 0.0]])
-    page = attention_lines_html(source, target, alpha, unknown_source=[0], title="t <i>")
-    assert page.startswith("<!DOCTYPE html>") and "http" not in page.replace("http://www.w3.org/2000/svg", "")
-    assert page.count("<line class='a'") == 4 and "data-s='1' data-t='0' data-a='0.7500'" in page
-    assert "&lt;b&gt; ⚠ OOV" in page and "<i>" not in page and "&amp;" in page
-    html = standalone_html(attention_figure(source, target, alpha), "title")
-    assert "<html>" in html[:100] and "plotly.js" in html.lower() and len(html) > 1_000_000  # works offline
-
-
-def test_repeated_tokens_keep_their_own_cells():
-    fig = attention_figure([".", "a", "."], ["x", "x"], np.full((2, 3), 1 / 3))
-    assert np.array(fig.data[0].z).shape == (2, 3)
-
-
 def probe_result(word, mfs, layers, senses=3):
     return {
         "word": word, "instances": 100, "available": 400, "senses": senses, "mfs_accuracy": mfs,
-        "mfs_interval": [mfs - 0.05, mfs + 0.05], "layer_accuracy": layers,
+        "mfs_interval": [mfs - 0.05, mfs + 0.05], "layer_accuracy": layers, "majority_share": mfs + 0.02,
         "layer_interval": [[a - 0.1, a + 0.05] for a in layers], "layers": ["char-CNN", "LSTM-1", "LSTM-2"],
         "type_level": [True, False, False],
     }  # fmt: skip
@@ -176,7 +199,13 @@ def test_probe_chart_has_named_layers_error_bars_and_the_baseline():
     assert len(frame) == 8
     assert frame.query("word == 'serve' and layer == 'MFS baseline'")["accuracy"].item() == pytest.approx(0.41)
     fig = probe_figure(results)
-    assert [trace.name for trace in fig.data] == ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "MFS baseline"]
+    names = ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "MFS baseline", "majority-sense share"]
+    assert [trace.name for trace in fig.data] == names
+    lines = [(s.x0, s.x1, s.y0) for s in fig.layout.shapes]  # each word's majority share across its group
+    np.testing.assert_allclose(lines, [(-0.45, 0.45, 0.82), (0.55, 1.45, 0.43)])
+    assert all(t.insidetextanchor == "start" for t in fig.data[:4])  # values at the foot, clear of the whiskers
+    hatched = fig.data[0].marker.pattern
+    assert hatched.bgcolor == "white" and fig.data[0].textfont.color == "#000000"  # legible on the hatching
     assert list(fig.data[2].y) == [0.9, 0.7]
     np.testing.assert_allclose(fig.data[2].error_y.arrayminus, [0.1, 0.1])
     np.testing.assert_allclose(fig.data[2].error_y.array, [0.05, 0.05])

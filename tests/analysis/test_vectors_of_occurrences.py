@@ -5,10 +5,11 @@ import pytest
 from util import tiny_bilm
 
 from spacy_contextual.analysis.clusters import cluster
-from spacy_contextual.analysis.neighbours import nearest_neighbours, neighbour_table
+from spacy_contextual.analysis.neighbours import KWIC_WIDTH, nearest_neighbours, neighbour_table
+from spacy_contextual.analysis.occurrence_store import occurrence_layers
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences, text_corpus
 from spacy_contextual.analysis.projection import cosine_knn, project
-from spacy_contextual.analysis.vectors import MIX, layer_options, occurrence_layers, select_layer
+from spacy_contextual.analysis.vectors import MIX, layer_options, select_layer
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 
 
@@ -116,5 +117,5 @@ def test_neighbour_table_gives_kwic_lines_around_the_word(embedder):
     layers = occurrence_layers(embedder.embed_sentences, records, occurrences)
     table = neighbour_table(records, occurrences, select_layer(layers, 2), 0, k=4)
     assert len(table) == 4 and table["similarity"].is_monotonic_decreasing
-    assert (table["word"].str.lower() == "bank").all() and table["left"].str.len().max() <= 20
+    assert (table["word"].str.lower() == "bank").all() and table["left"].str.len().max() <= KWIC_WIDTH
     assert set(table["sense"]) <= {"bank-finance", "bank-river"}

@@ -4,6 +4,7 @@ browser would send."""
 
 import base64
 import json
+import re
 
 import numpy as np
 import pytest
@@ -74,6 +75,11 @@ def trace_names(at: AppTest, key: str) -> list[str]:
     return [trace.get("name") for trace in figure(at, key)["data"]]
 
 
+def keyed(widgets, name: str):
+    """The widget keyed ``name``, or ``name`` keyed on its context (``common.context_key``: word, corpus, model)."""
+    return next(w for w in widgets if w.key == name or re.fullmatch(f"{name}_[0-9a-f]{{10}}", w.key or ""))
+
+
 def messages(at: AppTest) -> str:
     return " ".join(e.value for e in [*at.error, *at.warning, *at.info])
 
@@ -102,26 +108,26 @@ def test_sense_explorer_draws_at_once_and_a_changed_layer_keeps_a_chart(models):
     assert "% of variance" in spec["layout"]["xaxis"]["title"]["text"]
     assert spec["layout"]["title"]["text"].startswith("LSTM-2")
     for layer, title in ((1, "LSTM-1"), ("mix", "mix (uniform)")):
-        ok(at.selectbox(key="sense_layer").set_value(layer).run())
+        ok(keyed(at.selectbox, "sense_layer").set_value(layer).run())
         assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith(title)
-    ok(at.selectbox(key="sense_layer").set_value(0).run())  # type-level: one labelled point per word form
+    ok(keyed(at.selectbox, "sense_layer").set_value(0).run())  # type-level: one labelled point per word form
     forms = figure(at, "sense_forms_chart")["data"][0]
     assert forms["text"] == ["play ×20"]
-    ok(at.selectbox(key="sense_layer").set_value(2).run())
+    ok(keyed(at.selectbox, "sense_layer").set_value(2).run())
     ok(at.radio(key="sense_projection").set_value("umap").run())  # on demand: PCA until the button
     assert (
         "computed on demand" in messages(at) and "PC1" in figure(at, "sense_chart")["layout"]["xaxis"]["title"]["text"]
     )
     ok(at.button(key="sense_umap").click().run())
     assert figure(at, "sense_chart")["layout"]["xaxis"]["title"]["text"].startswith("UMAP 1")
-    ok(at.radio(key="sense_color").set_value("cluster").run())  # cached: still UMAP, no button
+    ok(keyed(at.radio, "sense_color").set_value("cluster").run())  # cached: still UMAP, no button
     assert figure(at, "sense_chart")["layout"]["xaxis"]["title"]["text"].startswith("UMAP 1")
 
 
 def test_a_click_marks_the_occurrence_and_its_neighbours_beside_the_kwic_lines(models):
     at = run_page("pages/1_Sense_explorer.py")
     click_chart(at, "sense_chart", [7, "", "play-sport", "play"])
-    assert at.selectbox(key="sense_query").value == 7
+    assert keyed(at.selectbox, "sense_query").value == 7
     names = trace_names(at, "sense_chart")
     assert "selected #7" in names and "10 nearest neighbours" in names
     rings = next(t for t in figure(at, "sense_chart")["data"] if t["name"] == "10 nearest neighbours")
@@ -130,13 +136,13 @@ def test_a_click_marks_the_occurrence_and_its_neighbours_beside_the_kwic_lines(m
     assert kwic.count("<tr>") == 10 and "class='word'>play<" in kwic
     assert any("same-sense precision@10" in m.value for m in at.markdown)
     ok(at.slider(key="sense_neighbours").set_value(3).run())  # the kept selection does not undo the choice
-    assert "3 nearest neighbours" in trace_names(at, "sense_chart") and at.selectbox(key="sense_query").value == 7
-    ok(at.selectbox(key="sense_query").set_value(2).run())
+    assert "3 nearest neighbours" in trace_names(at, "sense_chart") and keyed(at.selectbox, "sense_query").value == 7
+    ok(keyed(at.selectbox, "sense_query").set_value(2).run())
     assert "selected #2" in trace_names(at, "sense_chart")
 
 
 def test_view_options_recompute_nothing(models, monkeypatch):
-    from spacy_contextual.dashboard import common, sense_explorer
+    from spacy_contextual.dashboard import sense_explorer
 
     calls = {"embed": 0, "project": 0, "cluster": 0}
 
@@ -147,7 +153,9 @@ def test_view_options_recompute_nothing(models, monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(common, "occurrence_layers", counted("embed", common.occurrence_layers))
+    from spacy_contextual.embedders.elmo import ElmoEmbedder
+
+    monkeypatch.setattr(ElmoEmbedder, "embed_sentences", counted("embed", ElmoEmbedder.embed_sentences))
     monkeypatch.setattr(sense_explorer, "project", counted("project", sense_explorer.project))
     monkeypatch.setattr(sense_explorer, "cluster", counted("cluster", sense_explorer.cluster))
     text = " ".join(f"Sentence {i} says that we play {'chess' if i % 2 else 'music'} on day {i}." for i in range(9))
@@ -157,12 +165,12 @@ def test_view_options_recompute_nothing(models, monkeypatch):
     ok(at.text_input(key="sense_word").set_value("play").run())
     assert calls["embed"] == 2
     before = dict(calls)
-    ok(at.radio(key="sense_color").set_value("form").run())
+    ok(keyed(at.radio, "sense_color").set_value("form").run())
     ok(at.slider(key="sense_neighbours").set_value(4).run())
-    ok(at.selectbox(key="sense_query").set_value(3).run())
+    ok(keyed(at.selectbox, "sense_query").set_value(3).run())
     click_chart(at, "sense_chart", [5, "", "", "play"])
     assert calls == before
-    ok(at.selectbox(key="sense_layer").set_value(1).run())  # a new layer is new data
+    ok(keyed(at.selectbox, "sense_layer").set_value(1).run())  # a new layer is new data
     assert calls["project"] > before["project"] and calls["embed"] == 2
 
 
@@ -172,9 +180,10 @@ def test_every_layer_side_by_side_with_its_purity(models):
     assert [t.split("<br>")[0] for t in titles] == [
         "<b>char-CNN (type-level)</b>", "<b>LSTM-1</b>", "<b>LSTM-2</b>", "<b>mix (uniform)</b>",
     ]  # fmt: skip
-    assert "word-form majority (upper bound) 0.30" in titles[0]  # one form; play-theatre is 6 of 20
-    assert all("5-NN sense accuracy" in t for t in titles[1:])
-    ok(at.selectbox(key="sense_mix").set_value("learned by the EWT tagger").run())  # the shipped mixes
+    assert "word form alone 0.30 · majority sense 0.30" in titles[0]  # one form; play-theatre is 6 of 20
+    assert all("5-NN purity" in t and "majority sense 0.30" in t for t in titles[1:])
+    assert any("held-out instances by the nearest sense centroid" in c.value for c in at.caption)
+    ok(keyed(at.selectbox, "sense_mix").set_value("learned by the EWT tagger").run())  # the shipped mixes
     titles = [a["text"] for a in figure(at, "sense_multiples")["layout"]["annotations"]]
     assert titles[3].startswith("<b>mix (learned by the EWT tagger)</b>")
 
@@ -196,9 +205,9 @@ def test_word_forms_colour_and_the_type_level_view(models, tmp_path):
         sense_jsonl_path=str(path),
     )
     assert at.text_input(key="sense_word").value == "serve"
-    ok(at.radio(key="sense_color").set_value("form").run())
+    ok(keyed(at.radio, "sense_color").set_value("form").run())
     assert set(trace_names(at, "sense_chart")) >= {"serve", "served", "serves"}
-    ok(at.selectbox(key="sense_layer").set_value(0).run())
+    ok(keyed(at.selectbox, "sense_layer").set_value(0).run())
     forms = figure(at, "sense_forms_chart")["data"][0]
     assert forms["text"] == ["serve ×6", "served ×4", "serves ×3"]
     assert "SERVE12 4" in forms["customdata"][1][2]
@@ -286,10 +295,12 @@ def test_probe_on_the_bundled_sense_files_is_stratified(models, name):
     share = baseline["majority share (training folds)"]
     assert baseline["accuracy"] >= share - 1 / baseline["instances"] and share < 0.85  # not a one-sense sample
     assert list(table["layer"].unique()) == ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "MFS baseline"]
-    bars = figure(at, "probe_chart")["data"]
+    bars = [trace for trace in figure(at, "probe_chart")["data"] if trace["type"] == "bar"]
     assert (
         all(len(array(bar["error_y"]["array"])) == 1 for bar in bars) and bars[0]["marker"]["pattern"]["shape"] == "/"
     )
+    assert at.button(key="probe_run").label.endswith(f"(400 of {table['available'].iloc[0]:,} instances)")
+    assert (table["word form alone"] >= share - 0.05).all()  # a word form alone does at least about the majority
 
 
 def test_probe_warns_about_thin_senses_and_names_cove_layers(models):
@@ -308,7 +319,7 @@ def test_clicking_a_probe_bar_opens_the_word_in_the_sense_explorer(models):
     ok(at.button(key="probe_run").click().run())
     click_chart(at, "probe_chart", ["bank", 1])
     assert at.title[0].value == "Sense explorer"
-    assert at.text_input(key="sense_word").value == "bank" and at.selectbox(key="sense_layer").value == 1
+    assert at.text_input(key="sense_word").value == "bank" and keyed(at.selectbox, "sense_layer").value == 1
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-1: 14 occurrences")
 
 
@@ -318,23 +329,32 @@ def test_compare_page_aligns_two_models_and_lists_the_changed_neighbourhoods(mod
     assert figure(at, "compare_chart_b")["layout"]["title"]["text"].startswith("B: cove")
     change = at.dataframe[0].value
     assert list(change["overlap"]) == sorted(change["overlap"]) and change["overlap"].between(0, 1).all()
-    assert at.selectbox(key="compare_query").value == change["occurrence"].iloc[0]  # starts at the most changed
+    assert keyed(at.selectbox, "compare_query").value == change["occurrence"].iloc[0]  # starts at the most changed
     click_chart(at, "compare_chart_a", [4, "", "", "play"])
-    for key in ("compare_chart_a", "compare_chart_b"):  # linked: the same occurrence marked in both
-        assert "selected #4" in trace_names(at, key) and "10 nearest neighbours" in trace_names(at, key)
+    spec_a, spec_b = figure(at, "compare_chart_a"), figure(at, "compare_chart_b")
+    assert spec_a["layout"]["xaxis"]["range"] == spec_b["layout"]["xaxis"]["range"]  # one scale for both models
+    assert spec_a["layout"]["yaxis"]["range"] == spec_b["layout"]["yaxis"]["range"]
+    for spec in (spec_a, spec_b):  # linked: the same occurrence marked in both, its neighbours as shared/gained/lost
+        names = [trace["name"] for trace in spec["data"]]
+        assert "selected #4" in names
+        groups = {n.split(" ", 1)[1]: int(n.split(" ")[0]) for n in names if n.endswith(("shared", "only)"))}
+        assert groups.get("shared", 0) + groups.get("lost (A only)", 0) == 10  # A's 10 neighbours
+        assert groups.get("shared", 0) + groups.get("gained (B only)", 0) == 10  # B's 10 neighbours
     ok(at.slider(key="compare_k").set_value(5).run())
-    assert (
-        "5 nearest neighbours" in trace_names(at, "compare_chart_b")
-        and "Mean neighbour overlap" in at.markdown[1].value
-    )
+    names = trace_names(at, "compare_chart_b")
+    counts = [int(n.split(" ")[0]) for n in names if n.endswith("shared") or n.endswith("(A only)")]
+    assert sum(counts) == 5 and "Mean neighbour overlap" in at.markdown[1].value
+    assert any("one scale" in c.value for c in at.caption)
 
 
 def test_cove_attention_can_be_audited_and_exported(models):
     at = run_page("pages/3_CoVe_attention.py")
     assert "Training domain of this model" in messages(at)
     data = figure(at, "attention_chart")["data"]
-    assert [trace["type"] for trace in data] == ["heatmap", "bar"]
+    assert [trace["type"] for trace in data] == ["heatmap", "bar", "bar"]
     np.testing.assert_allclose(array(data[1]["y"]), array(data[0]["z"]).sum(axis=0), rtol=1e-5)  # coverage = Σ_t α
+    np.testing.assert_allclose(array(data[2]["x"]), array(data[0]["z"]).max(axis=1), rtol=1e-5)  # each row's peak
+    assert any("Attention rows: largest weight" in c.value for c in at.caption)
     assert figure(at, "attention_chart")["layout"]["xaxis2"]["tickfont"]["size"] >= 14
     assert at.get("download_button")[0].proto.label == "Download this view (heatmap) as standalone HTML"
     ok(at.text_input(key="attention_sentence").set_value("A man plays the zyxophone.").run())
@@ -431,3 +451,49 @@ def test_uploaded_files_become_corpora():
     assert labelled[0]["sense"] == "HARD1" and other != digest
     with pytest.raises(InputError, match="the limit is"):
         load_corpus(UPLOAD, b"x" * (MAX_UPLOAD_BYTES + 1), "big.txt")
+
+
+def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
+    at = run_page("pages/1_Sense_explorer.py")
+    ok(keyed(at.selectbox, "sense_query").set_value(12).run())
+    assert "Can you play" in keyed(at.selectbox, "sense_query").format_func(12)
+    ok(at.text_input(key="sense_word").set_value("bank").run())
+    query = keyed(at.selectbox, "sense_query")
+    assert query.value == 0 and "bank" in query.format_func(0).lower()
+    assert any(m.value.startswith("Query #0") for m in at.markdown)
+    ok(keyed(at.selectbox, "sense_layer").set_value(1).run())
+    ok(at.radio(key="sense_encoder").set_value("cove").run())
+    layer = keyed(at.selectbox, "sense_layer")
+    assert layer.format_func(layer.value) == "CoVe-2"
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("CoVe-2")
+
+
+def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
+    from spacy_contextual.dashboard import common
+    from spacy_contextual.embedders.elmo import ElmoEmbedder
+
+    monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
+    embedded = []  # sentences embedded (a store made earlier in this process may hold some already)
+    original = ElmoEmbedder.embed_sentences
+    monkeypatch.setattr(ElmoEmbedder, "embed_sentences", lambda self, s: embedded.append(len(s)) or original(self, s))
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())
+    ok(at.radio(key="probe_source").set_value("Sense-labelled JSONL").run())
+    ok(at.selectbox(key="probe_jsonl_file").set_value(str(SENSES / "hard.jsonl.gz")).run())
+    ok(at.number_input(key="probe_max").set_value(40).run())
+    assert at.button(key="probe_run").label == "Run the probe on 1 word (40 of 4,333 instances)"
+    ok(at.button(key="probe_run").click().run())
+    ok(at.switch_page("Home.py").run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())  # back: the same corpus, settings and results
+    assert at.radio(key="probe_source").value == "Sense-labelled JSONL" and at.number_input(key="probe_max").value == 40
+    assert "probe_chart" in chart_keys(at) and at.dataframe[0].value["instances"].iloc[0] == 40
+    before = sum(embedded)
+    click_chart(at, "probe_chart", ["hard", 2])
+    assert at.title[0].value == "Sense explorer" and sum(embedded) == before  # the probe's vectors, from the store
+    assert "The Layer probe's sample: 40 of the 4,333 occurrences" in messages(at)
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 40 occurrences")
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())  # AppTest stays on the page it ran: follow the switch
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 40 occurrences")
+    ok(at.button(key="sense_all").click().run())
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 4,333 occurrences")
+    assert 0 < sum(embedded) - before <= 4333 - 40  # only what the store did not hold

@@ -1,9 +1,12 @@
 """End to end: the dashboard served on 127.0.0.1 and driven in headless Chromium (Debian's chromium +
 chromium-driver) at 1400×1000: the Sense explorer draws "play" at once; a click on a point marks it and
 its 10 nearest neighbours on the scatter and makes it the query of the KWIC panel beside it; a click on
-a bar of the Layer probe opens that word in the Sense explorer."""
+a bar of the Layer probe opens that word in the Sense explorer. At 1280 px: play → bank and ELMo → CoVe
+leave no widget showing a value from before; probe → explorer → back opens the explorer on the probe's
+sample and finds the probe's corpus and results where they were."""
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,125 @@ def test_a_click_highlights_the_neighbours_and_a_probe_bar_opens_the_explorer(tm
     assert server.returncode is not None  # served_app stopped exactly the process it started
     with pytest.raises(ProcessLookupError):
         os.kill(server_pid, 0)
+
+
+@pytest.fixture(scope="module")
+def app_page(tmp_path_factory):
+    """The dashboard on tiny ELMo and CoVe models, one headless Chromium on it, for the tests below."""
+    from util import tiny_cove_mt_dir
+
+    from spacy_contextual.formats.bilm_dir import save_bilm
+
+    models = tmp_path_factory.mktemp("models")
+    env = {
+        "SPACY_CONTEXTUAL_ELMO_MODEL": str(save_bilm(tiny_bilm(), models / "elmo")),
+        "SPACY_CONTEXTUAL_COVE_MODEL": str(tiny_cove_mt_dir(models / "cove")),
+    }
+    with served_app(HOME, env=env) as (url, _server):
+        with headless_chromium(width=1280, height=1000) as driver:
+            yield Page(driver, url, timeout=240)
+
+
+CLIPPED_WORDS = """
+const out = [];
+for (const box of document.querySelectorAll('table.kwic .left, table.kwic .right')) {
+  const edge = box.getBoundingClientRect();
+  for (const word of box.querySelectorAll('span')) {
+    const r = word.getBoundingClientRect();
+    const shown = r.top < edge.bottom - 1 && r.bottom > edge.top + 1;  // on the visible line
+    if (shown && (r.left < edge.left - 0.5 || r.right > edge.right + 0.5)) out.push(word.textContent);
+  }
+}
+return out;
+"""
+
+
+def keyed(name: str) -> str:
+    """The CSS selector of a widget keyed on its context (``common.context_key``: name + a hash)."""
+    return f"[class*='st-key-{name}_']"
+
+
+def select_box(page: Page, name: str):
+    return page.element(f"{keyed(name)} [data-baseweb='select'], {keyed(name)} [role='combobox']")
+
+
+def selected_text(page: Page, name: str) -> str:
+    return shown_value(page, keyed(name))
+
+
+def shown_value(page: Page, selector: str) -> str:
+    """The value a select box shows (in its input, or as text below the label)."""
+    box = page.element(selector)
+    value = "".join(i.get_attribute("value") or "" for i in box.find_elements(By.CSS_SELECTOR, "input"))
+    return value or box.text.split("\n", 1)[-1].strip() or box.get_attribute("innerHTML")
+
+
+def choose(page: Page, name: str, text: str) -> None:
+    select_box(page, name).click()
+    option = page._wait(
+        lambda d: next((o for o in page._css("[role='option']") if text in o.text), None), message=f"no '{text}'"
+    )
+    option.click()
+    page.settle()
+
+
+def open_from_sidebar(page: Page, title: str) -> None:
+    page.driver.find_element(By.XPATH, f"//a[.//span[normalize-space()='{title}']]").click()
+    page._wait(lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid='stMain'] h1").text == title)
+    page.settle()
+
+
+@pytest.mark.timeout(600)
+def test_a_new_word_or_encoder_never_shows_a_value_from_the_old_one(app_page):
+    page = app_page
+    page.open("Sense_explorer")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    choose(page, "sense_query", "#12:")
+    assert selected_text(page, "sense_query").startswith("#12: Can you play")
+    page.type_text("sense_word", "bank")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    occurrence = selected_text(page, "sense_query")
+    assert occurrence.startswith("#0:") and "bank" in occurrence.lower()  # bank's own first occurrence
+    query = page.driver.find_element(By.XPATH, "//p[starts-with(normalize-space(.), 'Query #')]").text
+    assert query.startswith("Query #0")
+
+    choose(page, "sense_layer", "LSTM-1")
+    page.choose_radio("sense_encoder", "cove")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    layer = selected_text(page, "sense_layer")
+    title = page.driver.find_element(By.CSS_SELECTOR, f"{CONTEXTUAL_CHART} .gtitle").text
+    assert layer == "CoVe-2" and title.startswith("CoVe-2")  # the box and the chart name the same layer
+    kwic = page.driver.find_element(By.CSS_SELECTOR, "table.kwic")
+    column = kwic.find_element(By.XPATH, "ancestor::div[@data-testid='stColumn'][1]")
+    assert kwic.size["width"] <= column.size["width"]  # the KWIC lines fit their column at 1280 px
+    clipped = page.driver.execute_script(CLIPPED_WORDS)
+    assert clipped == [], clipped  # every word shown is shown whole
+
+
+@pytest.mark.timeout(600)
+def test_probe_opens_the_explorer_on_its_sample_and_keeps_its_results(app_page):
+    page = app_page
+    page.open("Layer_probe")
+    page.choose_radio("probe_source", "Sense-labelled JSONL")
+    page.choose_option("probe_jsonl_file", "hard.jsonl.gz")
+    page.press("Run the probe")
+    bars = page.wait_for(".st-key-probe_chart .barlayer .trace .point path", timeout_factor=2)
+    label = page.driver.find_element(By.CSS_SELECTOR, ".st-key-probe_run button").text
+    assert "(400 of 4,333 instances)" in label
+    started = time.perf_counter()
+    ActionChains(page.driver).move_to_element(bars[1]).click().perform()  # trace 1 (LSTM-1): hard
+    page._wait(lambda d: "Sense_explorer" in d.current_url)
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    jump = time.perf_counter() - started
+    main = page.driver.find_element(By.CSS_SELECTOR, "[data-testid='stMain']").text
+    assert "The Layer probe's sample: 400 of the 4,333 occurrences" in main
+    assert page.driver.find_element(By.CSS_SELECTOR, f"{CONTEXTUAL_CHART} .gtitle").text.startswith("LSTM-1: 400")
+    assert jump < 60, jump  # the sample's vectors come from the shared store: nothing is embedded again
+
+    open_from_sidebar(page, "Layer probe")
+    chosen = page.driver.execute_script(
+        "return document.querySelector('.st-key-probe_source input:checked').closest('label').innerText"
+    )
+    assert chosen.strip() == "Sense-labelled JSONL"
+    assert "hard.jsonl.gz" in shown_value(page, ".st-key-probe_jsonl_file")
+    page.wait_for(".st-key-probe_chart .barlayer .trace .point path")  # the results, without pressing Run again

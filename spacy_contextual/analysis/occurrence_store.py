@@ -1,0 +1,56 @@
+"""Every layer's vector of the occurrences of one corpus under one encoder, computed once and shared by
+every view of that (encoder, corpus): the explorer, the probe and the comparison ask for the
+(record, position) pairs they need, and only the sentences that hold a pair not seen before are embedded,
+``CHUNK_SENTENCES`` at a time, with ``progress(done, total)`` called after each chunk (so a page can
+show a count). The store keeps one (n_layers, dim) float32 array per pair, never whole sentences."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .vectors import Embed
+
+CHUNK_SENTENCES = 64
+Progress = Callable[[int, int], None]
+
+
+class OccurrenceStore:
+    def __init__(self, embed: Embed, records: Sequence[dict]):
+        self.embed, self.records = embed, records
+        self.vectors: dict[tuple[int, int], np.ndarray] = {}
+        self.lock = threading.Lock()  # Streamlit runs sessions in threads; one embedding at a time
+
+    def missing_sentences(self, pairs: Sequence[tuple[int, int]]) -> list[int]:
+        """The records that must still be embedded for ``pairs``, in corpus order."""
+        return sorted({int(r) for r, p in pairs if (int(r), int(p)) not in self.vectors})
+
+    def layers(self, pairs: Sequence[tuple[int, int]], progress: Progress | None = None) -> np.ndarray:
+        """(len(pairs), n_layers, dim) float32, embedding only what is missing."""
+        pairs = [(int(r), int(p)) for r, p in pairs]
+        with self.lock:
+            todo = self.missing_sentences(pairs)
+            wanted: dict[int, list[int]] = {}
+            for record, position in pairs:
+                wanted.setdefault(record, []).append(position)
+            for start in range(0, len(todo), CHUNK_SENTENCES):
+                chunk = todo[start : start + CHUNK_SENTENCES]
+                arrays = self.embed([list(self.records[r]["tokens"]) for r in chunk])
+                for record, array in zip(chunk, arrays, strict=True):
+                    for position in wanted[record]:
+                        self.vectors[record, position] = np.asarray(array[:, position], dtype=np.float32)
+                if progress is not None:
+                    progress(start + len(chunk), len(todo))
+            return np.stack([self.vectors[pair] for pair in pairs])
+
+
+def occurrence_pairs(occurrences) -> list[tuple[int, int]]:
+    """The (record, position) pairs of an occurrence table (``occurrences.find_occurrences``)."""
+    return list(zip(occurrences["record"].tolist(), occurrences["position"].tolist(), strict=True))
+
+
+def occurrence_layers(embed: Embed, records: Sequence[dict], occurrences) -> np.ndarray:
+    """(n_occurrences, n_layers, dim) float32 in one go, each sentence that holds an occurrence embedded once."""
+    return OccurrenceStore(embed, records).layers(occurrence_pairs(occurrences))
