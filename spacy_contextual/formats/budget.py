@@ -2,7 +2,8 @@
 
 Modules are built from the sizes in ``config.json`` / ``options.json`` before any weight is read, so
 a config naming 100000 layers would otherwise allocate until the machine runs out.
-``build_within_budget(build, weight_files, source)`` first runs ``build()`` as a dry run: every
+``build_within_budget(build, weight_files, source)`` (``build_within_bytes`` for weights held in
+memory, e.g. inside a saved spaCy pipeline) first runs ``build()`` as a dry run: every
 tensor constructor makes a meta tensor (no memory) whose bytes are counted, and in-place
 initialisation of meta tensors is skipped. The running total may not exceed
 
@@ -54,10 +55,17 @@ class _DryRun(TorchFunctionMode):
 def build_within_budget(build: Callable[[], Built], weight_files: Iterable[Path], config_source: str) -> Built:
     """``build()``, once a dry run has shown that it allocates no more than ``weight_files`` justify."""
     files = list(weight_files)
-    limit = ALLOCATION_FACTOR * sum(file.stat().st_size for file in files) + SLACK_BYTES
+    weight_bytes = sum(file.stat().st_size for file in files)
+    return build_within_bytes(build, weight_bytes, ", ".join(map(str, files)), config_source)
+
+
+def build_within_bytes(build: Callable[[], Built], weight_bytes: int, weights: str, config_source: str) -> Built:
+    """``build()``, once a dry run has shown that it allocates no more than ``weight_bytes`` of stored
+    weights (``weights`` names them) justify."""
+    limit = ALLOCATION_FACTOR * weight_bytes + SLACK_BYTES
     refusal = (
-        f"{config_source} describes a model larger than its weights ({', '.join(map(str, files))}, {limit:,} bytes "
-        "at most as loaded): the config is damaged or belongs to another model"
+        f"{config_source} describes a model larger than its weights ({weights}, {limit:,} bytes at most as loaded): "
+        "the config is damaged or belongs to another model"
     )
     with _DryRun(limit, refusal):
         build()

@@ -25,6 +25,7 @@ from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import load_cove_layers
 from ..formats.cove_pth import load_published_cove
 from ..formats.detect import COVE_PTH, cove_pth_files, format_of
+from ..formats.model_config import SCHEMAS, validate_section
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from .encoder import ContextualEncoder
@@ -56,7 +57,8 @@ class CoveShim(EncoderShim):
         }
 
     def build_module(self, config: dict[str, Any]) -> CoveLayers:
-        encoder = MTLSTM(**config["encoder"])
+        encoder_schema = {key: SCHEMAS["cove-encoder"][key] for key in ("input_dim", "hidden_dim", "num_layers")}
+        encoder = MTLSTM(**validate_section(config["encoder"], encoder_schema, "the stored CoVe config", "encoder."))
         return CoveLayers(encoder, torch.zeros(len(config["vocab"]), encoder.input_dim), config["vocab"])
 
     @property

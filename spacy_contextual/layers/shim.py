@@ -38,6 +38,7 @@ from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
 from ..embedders.precision import MIXED, PRECISIONS, PrecisionError, autocast, resolve_precision
 from ..errors import ModelDirError
+from ..formats.budget import build_within_bytes
 from ..formats.model_dir import check_finite, load_matching_state
 from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
@@ -203,7 +204,7 @@ class EncoderShim(PyTorchShim):
                 f"{source} does not match the SHA-256 saved with it: the pipeline's file was damaged or altered after "
                 "saving; copy or save the pipeline again"
             )
-        module = self.build_module(msg["config"])
+        module = build_within_bytes(lambda: self.build_module(msg["config"]), len(msg["state"]), source, source)
         state = load_safetensors(msg["state"])
         check_finite(state, source)
         load_matching_state(module, state, source)

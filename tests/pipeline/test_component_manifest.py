@@ -85,3 +85,26 @@ def test_bundled_model_pipeline_round_trip_and_tampering(kind, tmp_path):
     flip_a_weight_byte(tmp_path / "pipeline" / kind / "model")
     with pytest.raises(ModelDirError, match=rf"pipeline/{kind}/model does not match its SHA-256"):
         spacy.load(tmp_path / "pipeline")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind, section, key", [("elmo", "bilm", "n_layers"), ("cove", "encoder", "num_layers")])
+def test_a_stored_config_larger_than_its_weights_is_refused_before_allocating(kind, section, key, tmp_path):
+    """A pipeline whose stored encoder config was enlarged (manifest re-signed, as an attacker would)."""
+    import srsly
+
+    from spacy_contextual.pipeline.component_manifest import write_component_manifest
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe(kind)
+    nlp.initialize()
+    nlp.to_disk(tmp_path / "pipeline")
+    model = tmp_path / "pipeline" / kind / "model"
+    stored = srsly.msgpack_loads(model.read_bytes())  # thinc's model message; the encoder shim's inside
+    shim = srsly.msgpack_loads(stored["shims"][0][0])
+    shim["config"][section][key] = 64
+    stored["shims"][0][0] = srsly.msgpack_dumps(shim)
+    model.write_bytes(srsly.msgpack_dumps(stored))
+    write_component_manifest(tmp_path / "pipeline" / kind)
+    with pytest.raises(ModelDirError, match="describes a model larger than its weights"):
+        spacy.load(tmp_path / "pipeline")
