@@ -23,6 +23,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def no_model_downloads(tmp_path_factory, monkeypatch):
+    """No test downloads a model: offline, with an empty cache of its own; the download tests serve
+    their files on 127.0.0.1 and go online through the ``home`` fixture."""
+    from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
+
+    monkeypatch.setenv(OFFLINE_ENV, "1")
+    monkeypatch.setenv(HOME_ENV, str(tmp_path_factory.getbasetemp() / "model_cache"))
+
+
 @pytest.fixture(scope="session")
 def tiny_anchor():
     """The AllenNLP 2.10.1 reference for a random tiny model: (dir, meta, reference arrays)."""
@@ -91,3 +101,26 @@ def noskip_dir(tmp_path_factory):
 
     bilm = load_bilm_tf(NOSKIP / "options.json", NOSKIP / "lm_weights.hdf5")
     return save_bilm(bilm, tmp_path_factory.mktemp("noskip") / "model")
+
+
+@pytest.fixture
+def server():
+    """A loopback HTTP server of model files (``model_server.py``), stopped after the test."""
+    from model_server import ModelServer
+
+    with ModelServer() as running:
+        yield running
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An empty model cache for the test, online, with a short server timeout and no user catalog."""
+    from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
+    from spacy_contextual.formats.catalog import CATALOG_ENV
+    from spacy_contextual.formats.fetch import TIMEOUT_ENV
+
+    monkeypatch.setenv(HOME_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(OFFLINE_ENV, raising=False)
+    monkeypatch.setenv(TIMEOUT_ENV, "10")
+    monkeypatch.setenv(CATALOG_ENV, "")  # --catalog sets it: restored after each test
+    return tmp_path / "cache"

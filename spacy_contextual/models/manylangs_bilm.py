@@ -68,15 +68,6 @@ class ManyLangsConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ManyLangsConfig:
-        """The inverse of ``to_dict``: every key required, no other key."""
-        known = set(cls.__dataclass_fields__)
-        unknown, missing = set(data) - known, known - set(data)
-        if unknown or missing:
-            raise ValueError(f"ELMoForManyLangs config: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
-        return cls(**data)
-
 
 class ManyLangsBiLM(BiLM):
     config: ManyLangsConfig

@@ -6,31 +6,16 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
-from model_server import ModelServer, bilm_entry, bilm_tf_files, write_catalog
+from model_server import bilm_entry, bilm_tf_files, write_catalog
 from typer.testing import CliRunner
 from util import tiny_elmo_dir
 
 from spacy_contextual.cli import app
 from spacy_contextual.embedders.elmo import ElmoEmbedder
-from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
-from spacy_contextual.formats.catalog import CATALOG_ENV
+from spacy_contextual.formats.cache import OFFLINE_ENV
 
 pytestmark = pytest.mark.timeout(120)
 runner = CliRunner()
-
-
-@pytest.fixture
-def server():
-    with ModelServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(OFFLINE_ENV, raising=False)
-    monkeypatch.setenv(CATALOG_ENV, "")  # --catalog sets it: restored after each test
-    return tmp_path / "cache"
 
 
 @pytest.fixture

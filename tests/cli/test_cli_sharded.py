@@ -183,6 +183,7 @@ def test_killed_launcher_then_rerun_continues_to_the_same_output(tmp_path, corpu
     assert "holds the parts of another run" in refused.stderr
 
 
+@pytest.mark.slow  # the killed launcher above covers resuming in the default run
 @pytest.mark.timeout(3 * RUN_SECONDS)
 def test_killed_rank_then_rerun_with_merge(tmp_path, corpus, model, reference):
     """SIGKILL rank 1 under torchrun: torchrun stops rank 0; the rerun (``--merge``) finishes the job."""
@@ -202,6 +203,7 @@ def test_killed_rank_then_rerun_with_merge(tmp_path, corpus, model, reference):
     assert_output_is(out, reference, "average")
 
 
+@pytest.mark.slow  # the killed launcher above covers resuming in the default run
 @pytest.mark.timeout(3 * RUN_SECONDS)
 def test_killed_single_process_then_rerun(tmp_path, corpus, model, reference):
     """One process, no torchrun: SIGKILLed part way, the rerun continues and merges as usual."""

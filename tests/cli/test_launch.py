@@ -49,7 +49,10 @@ def messages(stderr: str) -> list[str]:
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("signum, processes", [(signal.SIGINT, 2), (signal.SIGTERM, 2), (signal.SIGTERM, 1)])
+@pytest.mark.parametrize(
+    "signum, processes",
+    [pytest.param(signal.SIGINT, 2, marks=pytest.mark.slow), (signal.SIGTERM, 2), (signal.SIGTERM, 1)],
+)
 def test_a_signal_stops_the_run_with_one_line_and_leaves_nothing(tmp_path, folder, signum, processes):
     out = tmp_path / "out.hdf5"
     tag = f"SPACY_CONTEXTUAL_TEST_{uuid.uuid4().hex}"

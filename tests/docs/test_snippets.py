@@ -20,6 +20,7 @@ soon as it is written.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -35,8 +36,12 @@ import numpy as np
 import pytest
 import torch
 from browser import served
+from model_server import ModelServer, bilm_entry, bilm_tf_files, cove_pth_bytes, glove_zip, manylangs_zip, write_catalog
 from typer.testing import CliRunner
 from util import DATA, REPO, free_port, tiny_bilm, tiny_elmo_dir, tiny_listener_pipeline, torch_threads
+
+from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
+from spacy_contextual.formats.catalog import CATALOG_ENV, load_catalog
 
 DOCS = ["README.md", "CONTRIBUTING.md", "benchmarks/README.md"]
 PROJECT_RUN = re.compile(r"`(python -m spacy project run [^`]*)`")
@@ -264,11 +269,42 @@ STANDINS = {
     "wmtlstm-8f474287.pth": lambda p: published_cove(p, p.parent / "glove.840B.300d.txt"),
     "training/elmo_tagger/model-best": pipeline_standin,
     "training/elmo_textcat/model-best": pipeline_standin,
+    "input.txt": lambda p: write_text(p, lm_lines(4)),
+    "de.model": lambda p: shutil.copytree(DATA / "elmoformanylangs" / "model", p),
 }
 
 
+def published_standin(server: ModelServer, name: str, file_format: str) -> dict:
+    """A catalog entry of ``name``'s format whose files the loopback server serves: tiny random weights."""
+    if file_format == "bilm_tf":
+        return bilm_entry(server, bilm_tf_files(Path(server.base_dir) / name), prefix=name)
+    if file_format == "manylangs":
+        files = {f"{name}.zip": {"url": server.add(f"{name}/model.zip", manylangs_zip()), "unpack": True}}
+        return {"encoder": "elmo", "format": "manylangs", "files": files}
+    pth = cove_pth_bytes()
+    files = {
+        f"wmtlstm-{hashlib.sha256(pth).hexdigest()[:8]}.pth": {"url": server.add(f"{name}/cove.pth", pth)},
+        "glove.zip": {"url": server.add(f"{name}/glove.zip", glove_zip()), "unpack": True},
+    }
+    return {"encoder": "cove", "format": "cove_pth", "files": files}
+
+
 @pytest.fixture
-def checkout(tmp_path, tiny_shared, monkeypatch) -> Path:
+def published(tmp_path, monkeypatch):
+    """Catalog names in the docs resolve to stand-ins served on 127.0.0.1 (a user catalog overriding
+    the shipped entries), cached in the test's own folder: no snippet reaches the network."""
+    with ModelServer() as server:
+        server.base_dir = tmp_path / "served"
+        server.base_dir.mkdir()
+        monkeypatch.setenv(CATALOG_ENV, str(tmp_path / "catalog.json"))
+        monkeypatch.setenv(HOME_ENV, str(tmp_path / "model_cache"))
+        monkeypatch.delenv(OFFLINE_ENV, raising=False)
+        write_catalog(tmp_path / "catalog.json", {})
+        yield server
+
+
+@pytest.fixture
+def checkout(tmp_path, tiny_shared, monkeypatch, published) -> Path:
     """A working directory like a checkout, with ../shared beside it; the current directory in the test."""
     work = tmp_path / "checkout"
     work.mkdir()
@@ -287,10 +323,16 @@ def checkout(tmp_path, tiny_shared, monkeypatch) -> Path:
     return work
 
 
-def make_standins(code: str, work: Path) -> None:
+def make_standins(code: str, work: Path, server: ModelServer) -> None:
     for name, make in STANDINS.items():
         if re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", code) and not (work / name).exists():
             make(work / name)
+    catalog = Path(os.environ[CATALOG_ENV])
+    entries = json.loads(catalog.read_text(encoding="utf-8"))["models"]
+    for name, entry in load_catalog(None).items():
+        if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", code) and name not in entries:
+            entries[name] = published_standin(server, name, entry.format)
+    write_catalog(catalog, entries)
 
 
 # -- running a command ---------------------------------------------------------------------------------
@@ -379,17 +421,17 @@ def test_the_extractor_finds_the_documented_snippets():
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("snippet", [pytest.param(s, id=s.name) for s in python_snippets()])
-def test_python_snippet_runs(snippet, checkout, capsys):
+def test_python_snippet_runs(snippet, checkout, published, capsys):
     code = snippet.code
-    make_standins(code, checkout)
+    make_standins(code, checkout, published)
     exec(compile(code, snippet.name, "exec"), {"__name__": "__snippet__"})
 
 
 @pytest.mark.timeout(3600)  # benchmarks/README.md's speed benchmarks, as written: 20 minutes on 2 shared cores
 @pytest.mark.parametrize("snippet", [slow_if_heavy(s) for s in shell_snippets()])
-def test_shell_snippet_runs(snippet, checkout):
+def test_shell_snippet_runs(snippet, checkout, published):
     code = snippet.code
-    make_standins(code, checkout)
+    make_standins(code, checkout, published)
     ran = 0
     for command in commands(code):
         if why_not(command, NOT_HERE):

@@ -20,7 +20,6 @@ import pytest
 import spacy
 from model_server import (
     MANYLANGS_MODEL,
-    ModelServer,
     bilm_entry,
     bilm_tf_files,
     cove_pth_bytes,
@@ -52,21 +51,6 @@ FETCH_SCRIPT = (
     "from spacy_contextual.formats.fetch import fetch\n"
     "print(fetch(get_entry({name!r}), progressbar=False))\n"
 )
-
-
-@pytest.fixture
-def server():
-    with ModelServer() as running:
-        yield running
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    path = tmp_path / "cache"
-    monkeypatch.setenv(HOME_ENV, str(path))
-    monkeypatch.delenv(OFFLINE_ENV, raising=False)
-    monkeypatch.setenv(TIMEOUT_ENV, "10")
-    return path
 
 
 @pytest.fixture(scope="module")
