@@ -5,7 +5,7 @@
    array, the layers equal a CPU run to 1e-4 (TF32 off), and a Doc read back from bytes (numpy
    data) equals the GPU Doc's data.
 2. Training steps on the GPU with ``frozen = false`` (a tagger listening), in float32 and with
-   ``mixed_precision`` (fp16 autocast and the grad scaler): the loss is finite and every biLM tensor
+   ``precision`` fp16 on CUDA (autocast and the grad scaler; bf16 on the CPU): the loss is finite and every biLM tensor
    changes.
 3. words/s of ``nlp.pipe`` on the ``--lines`` sentences: CPU, GPU fp32 (TF32 on), GPU mixed precision.
 
@@ -65,10 +65,10 @@ def words_per_second(nlp, texts, device: torch.device) -> float:
     return words / (time.perf_counter() - start)
 
 
-def fine_tune(model_dir, text: str, steps: int, mixed_precision: bool) -> tuple[float, int, int]:
+def fine_tune(model_dir, text: str, steps: int, precision: str) -> tuple[float, int, int]:
     """``steps`` updates of an unfrozen biLM under a tagger: (summed tagger loss, changed tensors, tensors)."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"frozen": False, "model": {"mixed_precision": mixed_precision}})
+    nlp.add_pipe("elmo", config={"frozen": False, "model": {"precision": precision}})
     listener = {"@architectures": "spacy-contextual.ElmoListener.v1", "width": 64}
     nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": listener}})
     doc = nlp.make_doc(text)
@@ -124,9 +124,10 @@ def main() -> None:
         same = stored == docs[0]._.elmo_data
         results.add("Doc read back from bytes (numpy data) equals the device Doc's data", str(same), same)
 
-        for mixed_precision in (False, True):
-            loss, changed, total = fine_tune(args.model, texts[0], 3, mixed_precision)
-            label = "mixed precision" if mixed_precision else "fp32"
+        low = "fp16" if device.type == "cuda" else "bf16"
+        for precision in ("fp32", low):
+            loss, changed, total = fine_tune(args.model, texts[0], 3, precision)
+            label = precision
             results.add(
                 f"3 updates, frozen = false, {label}: tagger loss; biLM tensors changed",
                 f"{loss:.4f}; {changed}/{total}",
@@ -134,10 +135,10 @@ def main() -> None:
             )
 
         gpu_speed = words_per_second(on_device, texts, device)
-        mixed = build(args.model, model={"mixed_precision": True})
+        mixed = build(args.model, model={"precision": low})
         mixed_speed = words_per_second(mixed, texts, device)
         results.add(
-            f"nlp.pipe words/s, {len(texts)} texts: cpu; {device.type} fp32; {device.type} mixed precision",
+            f"nlp.pipe words/s, {len(texts)} texts: cpu; {device.type} fp32; {device.type} {low}",
             f"{cpu_speed:,.0f}; {gpu_speed:,.0f}; {mixed_speed:,.0f}",
         )
     finally:
