@@ -379,22 +379,15 @@ def test_cli_finetune_prints_perplexity_before_and_after(corpus, tmp_path):
     assert load_bilm(tmp_path / "ft" / "model").config.n_highway == 2  # the bilm-tf architecture is kept
 
 
-def test_cli_finetune_takes_a_catalog_name(corpus, tmp_path, monkeypatch):
-    from model_server import ModelServer, write_catalog
+def test_cli_finetune_takes_a_catalog_name(corpus, tmp_path, home, server):
+    from model_server import write_catalog
 
     root = FIXTURES / "tiny_anchor"
     config_file = tmp_path / "config.json"
     tiny_pretrain_config(corpus, tmp_path / "ft", max_steps=2).save(config_file)
-    monkeypatch.setenv("SPACY_CONTEXTUAL_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("SPACY_CONTEXTUAL_CATALOG", "")  # --catalog sets it: restored after the test
-    with ModelServer() as server:
-        files = {
-            name: {"url": server.add(name, (root / name).read_bytes())} for name in ("options.json", "weights.hdf5")
-        }
-        catalog = write_catalog(
-            tmp_path / "c.json", {"anchor": {"encoder": "elmo", "format": "bilm_tf", "files": files}}
-        )
-        result = CliRunner().invoke(app, ["--catalog", str(catalog), "finetune-elmo", "anchor", str(config_file)])
+    files = {name: {"url": server.add(name, (root / name).read_bytes())} for name in ("options.json", "weights.hdf5")}
+    catalog = write_catalog(tmp_path / "c.json", {"anchor": {"encoder": "elmo", "format": "bilm_tf", "files": files}})
+    result = CliRunner().invoke(app, ["--catalog", str(catalog), "finetune-elmo", "anchor", str(config_file)])
     assert result.exit_code == 0, result.output
     assert "held-out perplexity after" in result.output
     assert load_bilm(tmp_path / "ft" / "model").config.n_highway == 2  # the published pair's architecture
