@@ -9,12 +9,15 @@ and keeps its traceback. Warnings are printed as one line ``warning: <message>``
 SIGINT and SIGTERM stop any command with one line, ``interrupted`` (or ``interrupted; <how to resume>``
 for a command that can continue where it stopped) and exit code 128 + the signal number (130, 143);
 the interrupted code's cleanup (temporary files) runs on the way out. A second signal while the first
-one unwinds ends the process at once. A command that can be resumed says how with
+one unwinds ends the process at once. Python drops an exception raised inside a finalizer (a ``__del__``
+or weakref callback the signal happened to land in); the interrupt is then delivered again a moment
+later, so no signal is lost and nothing is printed for it. A command that can be resumed says how with
 ``say_on_interrupt(ctx, hint)``, where ``hint`` may be a function asked at the moment of the signal
 (e.g. whether a checkpoint exists yet). Under torchrun only rank 0 prints the line.
 """
 
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -43,10 +46,24 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+REDELIVERY_DELAY_S = 0.05
+
+
 def _raise_interrupted(signum, frame) -> None:
     for stop_signal in STOP_SIGNALS:  # a second signal while this one unwinds ends the process
         signal.signal(stop_signal, signal.SIG_DFL)
     raise Interrupted(signum)
+
+
+def _redeliver_dropped_interrupt(default_hook: Callable, unraisable) -> None:
+    """An ``Interrupted`` raised inside a finalizer is dropped by Python: send the signal again, after
+    the finalizer has returned, with the handler back in place."""
+    if not isinstance(unraisable.exc_value, Interrupted):
+        return default_hook(unraisable)
+    signum = unraisable.exc_value.signum
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, _raise_interrupted)
+    threading.Timer(REDELIVERY_DELAY_S, os.kill, (os.getpid(), signum)).start()
 
 
 @contextlib.contextmanager
@@ -56,9 +73,12 @@ def stop_signals_interrupt() -> Iterator[None]:
         yield
         return
     previous = {stop_signal: signal.signal(stop_signal, _raise_interrupted) for stop_signal in STOP_SIGNALS}
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_redeliver_dropped_interrupt, previous_hook)
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for stop_signal, handler in previous.items():
             signal.signal(stop_signal, handler)
 

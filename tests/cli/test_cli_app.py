@@ -59,7 +59,7 @@ def test_the_installed_command_prints_one_line_and_exits_1(tmp_path):
 
 LONG_COMMANDS = textwrap.dedent(
     """
-    import sys, time
+    import os, signal, sys, time
     from pathlib import Path
 
     import typer
@@ -84,12 +84,26 @@ LONG_COMMANDS = textwrap.dedent(
         finally:
             marker.write_text("cleaned up")
 
+    class SignalledInItsFinalizer:
+        def __del__(self):  # the handler runs in here, where Python drops what it raises
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(100_000))
+
+    @app.command("finalizer")
+    def finalizer(marker: Path):
+        try:
+            print("running", flush=True)
+            SignalledInItsFinalizer()
+            time.sleep(60)
+        finally:
+            marker.write_text("cleaned up")
+
     app(prog_name="spacy-contextual")
     """
 )
 
 
-def interrupt(tmp_path, signum, *args):
+def interrupt(tmp_path, signum, *args, send=True):
     marker = tmp_path / "marker"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
@@ -100,7 +114,8 @@ def interrupt(tmp_path, signum, *args):
         text=True,
     )
     assert process.stdout.readline() == "running\n"
-    process.send_signal(signum)
+    if send:
+        process.send_signal(signum)
     _, stderr = process.communicate(timeout=30)
     assert marker.read_text() == "cleaned up"
     return process.returncode, stderr
@@ -131,10 +146,16 @@ def test_a_command_names_its_own_way_to_resume(tmp_path):
     assert (returncode, stderr) == (130, "interrupted; run the same command to resume\n")
 
 
+@pytest.mark.timeout(60)
+def test_a_signal_that_lands_in_a_finalizer_still_stops_the_command(tmp_path):
+    returncode, stderr = interrupt(tmp_path, signal.SIGTERM, "finalizer", send=False)
+    assert (returncode, stderr) == (143, "interrupted\n")
+
+
 def test_signal_handlers_are_restored_after_a_command():
     from spacy_contextual.cli._app import stop_signals_interrupt
 
-    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), sys.unraisablehook
     with stop_signals_interrupt():
         assert signal.getsignal(signal.SIGTERM) is not before[0]
-    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), sys.unraisablehook) == before
