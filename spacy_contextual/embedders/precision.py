@@ -7,8 +7,9 @@ command line, ``model.precision`` of the ``elmo`` / ``cove`` components.
 
 ``ElmoEmbedder`` casts the biLM's weights once (``cast_weights``) and runs the char CNN, highway,
 projections and LSTM products in that dtype; the LSTM cell state, its gates and the clipping stay in
-float32 (``models/lstm.py``). The CoVe encoder and the components autocast (``autocast``). The
-returned arrays are float32 whatever the precision.
+float32 (``models/lstm.py``); so does the ``elmo`` component when it runs without training (on a cast
+copy, ``layers/shim.py``), while training autocasts its float32 weights. The CoVe encoder autocasts
+(``autocast``). The returned arrays are float32 whatever the precision.
 
 bf16 is fast only where the CPU multiplies bf16 natively (AVX-512 BF16 or AMX, ``hardware.py``);
 elsewhere torch emulates it through float32 and a bf16 run is slower than fp32: the first such run

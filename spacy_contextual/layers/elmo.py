@@ -41,6 +41,7 @@ from .types import DocsToLayers
 
 class BiLMShim(EncoderShim):
     description = "ELMo biLM"
+    casts_weights = True  # models/lstm.py keeps the cell state float32 under cast weights
 
     def __init__(
         self,

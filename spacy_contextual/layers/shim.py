@@ -15,14 +15,18 @@ outputs, emptied with every change of weights, and the weights' ``fingerprint``,
 that computed a Doc's vectors.
 
 ``precision`` (``embedders/precision.py``: fp32, bf16, fp16 on CUDA, or ``MIXED``, what the old
-``mixed_precision = true`` meant) autocasts the module on the device it runs on; fp16 gradients are
-scaled by thinc's grad scaler as its ``PyTorchShim`` does (bf16 needs no scaling). The module follows
+``mixed_precision = true`` meant): training autocasts the float32 module (fp16 gradients scaled by
+thinc's grad scaler as its ``PyTorchShim`` does; bf16 needs no scaling). Without training, a shim
+whose module runs with cast weights (``casts_weights``: the biLM) runs a copy cast once to the
+precision's dtype, as ``ElmoEmbedder`` does, made again only when the weights change (an update,
+``use_params``, another device); the others autocast. The stored weights stay float32. The module follows
 thinc's ``to_cpu``/``to_gpu``, also when they come before the weights are loaded (the weights then go
 there when they come).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Hashable, Sequence
@@ -36,7 +40,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
-from ..embedders.precision import MIXED, PRECISIONS, PrecisionError, autocast, resolve_precision
+from ..embedders.precision import MIXED, PRECISIONS, PrecisionError, autocast, cast_weights, resolve_precision
 from ..errors import ModelDirError
 from ..formats.budget import build_within_bytes
 from ..formats.model_dir import check_finite, load_matching_state
@@ -49,6 +53,8 @@ Backprop = Callable[[torch.Tensor], None]
 class EncoderShim(PyTorchShim):
     #: what the subclass encodes, for error messages ("ELMo biLM", "CoVe encoder")
     description = "encoder"
+    #: True where the module runs with its weights in a low precision's dtype (else it is autocast)
+    casts_weights = False
 
     def __init__(self, precision: str = "fp32", segment_cache_mb: int = 0):
         if precision not in (*PRECISIONS, MIXED):
@@ -59,6 +65,7 @@ class EncoderShim(PyTorchShim):
         self.segment_cache = SegmentCache(segment_cache_mb)
         self._target_device: torch.device | None = None  # set by to_device()
         self._fingerprint: tuple[Hashable, str] | None = None  # (weights_signature, fingerprint)
+        self._cast: tuple[Hashable, torch.nn.Module] | None = None  # (weights_signature, the cast copy)
 
     # -- to implement ---------------------------------------------------------------------------
 
@@ -86,11 +93,12 @@ class EncoderShim(PyTorchShim):
     def run(self, words: Sequence[Sequence[str]], is_train: bool) -> tuple[torch.Tensor, Backprop | None]:
         """Token-aligned layers of ``words``; with ``is_train``, also the callback that backpropagates
         their gradient into the module's parameters."""
-        module = self.module
         if not is_train:
+            module = self.inference_module()
             module.eval()
-            with torch.no_grad(), self.autocast():
+            with torch.no_grad(), self.autocast(module):
                 return self.layers_of(module, words), None
+        module = self.module
         module.train()
         with self.autocast():
             layers = self.layers_of(module, words)
@@ -105,10 +113,24 @@ class EncoderShim(PyTorchShim):
 
         return layers, backprop
 
-    def autocast(self) -> AbstractContextManager:
-        """The precision's autocast on the module's device (none for fp32)."""
+    def autocast(self, module: torch.nn.Module | None = None) -> AbstractContextManager:
+        """The precision's autocast on the module's device (none for fp32, or for the cast copy)."""
+        if module is not None and module is not self.module:
+            return nullcontext()
         device = self.device
         return autocast(resolve_precision(self.precision, device), device)
+
+    def inference_module(self) -> torch.nn.Module:
+        """The module to run without training: the module itself, or (``casts_weights``, a low precision)
+        its copy with the weights cast once, made again after an update or when ``weights_signature`` changes."""
+        precision = resolve_precision(self.precision, self.device)
+        if precision == "fp32" or not self.casts_weights:
+            return self.module
+        signature = self.weights_signature()
+        if self._cast is None or self._cast[0] != signature:
+            self._cast = None  # the old copy's memory goes before the new one is made
+            self._cast = signature, cast_weights(copy.deepcopy(self.module), precision)
+        return self._cast[1]
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -144,6 +166,7 @@ class EncoderShim(PyTorchShim):
         self._grad_scaler = PyTorchGradScaler(enabled=fp16)
         self._grad_scaler.to_(self.device)
         self.segment_cache.clear()
+        self._cast = None
 
     def weights_signature(self) -> Hashable:
         """Changes whenever the outputs may: other tensors, in-place updates (optimizer steps,
@@ -168,6 +191,7 @@ class EncoderShim(PyTorchShim):
         if self._model is not None and any(p.grad is not None for p in self._model.parameters()):
             self.segment_cache.clear()
             self._fingerprint = None
+            self._cast = None
         super().finish_update(optimizer)
 
     @property
@@ -213,7 +237,7 @@ class EncoderShim(PyTorchShim):
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled for a spawned ``nlp.pipe(n_process=N)`` worker: with the worker's share of the torch threads."""
-        return {**self.__dict__, "_worker_threads": worker_share(spacy_worker_count())}
+        return {**self.__dict__, "_cast": None, "_worker_threads": worker_share(spacy_worker_count())}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         threads = state.pop("_worker_threads", None)

@@ -1,10 +1,12 @@
-"""``model.precision = "bf16"`` on the ``elmo`` and ``cove`` components (autocast on the encoder's
-device; bf16 on the CPU runs the code paths fp16 runs on a GPU): frozen and fine-tuned, ELMo's token
+"""``model.precision = "bf16"`` on the ``elmo`` and ``cove`` components (the biLM's weights cast once
+for inference, as ``ElmoEmbedder`` does, autocast while training; CoVe autocast; bf16 on the CPU runs
+the code paths fp16 runs on a GPU): frozen and fine-tuned, ELMo's token
 cache on and off, the vectors stay close to float32 and differ from it, training steps give finite
 losses and, unfrozen, move the encoder; the bundled models stay within the recorded budget. Configs
 written for the old ``mixed_precision`` key (the ``.v1`` encoders) still load: ``true`` is bf16 on
 the CPU."""
 
+import copy
 import gzip
 
 import numpy as np
@@ -15,6 +17,7 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 from util import SHARED, bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
 
+from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.embedders.precision import PrecisionError
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers import cove_model_dir_loader, elmo_model_dir_loader
@@ -69,6 +72,28 @@ def test_elmo_component(elmo_dir, frozen):
             np.testing.assert_array_equal(again, first)
     else:
         assert len(changed) == len(before)
+
+
+def test_elmo_component_runs_weights_cast_once_like_the_embedder(elmo_dir):
+    nlp, examples, optimizer = build_listener_pipeline(elmo_dir, frozen=False, precision="bf16")
+    shim = nlp.get_pipe("elmo").model.shims[0]
+    sentences = [text.split() for text in TEXTS]
+    embedder = ElmoEmbedder.load(elmo_dir, precision="bf16")
+    for layers, expected in zip(vectors(nlp, "elmo"), embedder.embed_sentences(sentences), strict=True):
+        np.testing.assert_array_equal(layers, expected)  # the same cast weights, the same float32 cell state
+    cast = shim.inference_module()
+    assert cast is not shim.module and cast is shim.inference_module()  # cast once, then reused
+    assert {p.dtype for p in cast.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in shim.module.parameters()} == {torch.float32}  # what training updates and saves
+    before = bilm_state(nlp)
+    train_steps(nlp, examples, optimizer, 2)  # the listeners' gradients reach the biLM in the second
+    after = bilm_state(nlp)
+    assert all(not torch.equal(before[name], after[name]) for name in before)
+    assert shim.inference_module() is not cast  # the weights changed: cast again
+    updated = ElmoEmbedder(copy.deepcopy(shim.module), precision="bf16")
+    for layers, expected in zip(vectors(nlp, "elmo"), updated.embed_sentences(sentences), strict=True):
+        np.testing.assert_array_equal(layers, expected)
+    assert {p.dtype for p in shim.module.parameters()} == {torch.float32}
 
 
 def build_cove(cove_dir, frozen, precision):
