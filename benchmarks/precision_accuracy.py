@@ -1,6 +1,9 @@
 """Accuracy of the low precisions against fp32 on real text, per layer, with the speed of each run.
 
-Data: the first N lines of ../shared/data/lm_corpus/valid.txt.gz. Models: the bundled ELMo and CoVe.
+Data: the first N lines of ../shared/data/lm_corpus/valid.txt.gz. Models (``--models``): the bundled
+ELMo and CoVe ("bundled"), and ELMo at the small (2x1024_128) and original (2x4096_512) sizes with the
+random weights of ``elmo_speed.py`` ("small", "original"; no trained original-size model is available
+offline).
 For every layer j, over all tokens of all sentences (h the fp32 vectors, h' the low-precision ones):
 
     relative error_j  = ||h'_j - h_j||_F / ||h_j||_F
@@ -12,7 +15,8 @@ embedder did before); CoVe "bf16" (autocast). The speeds are tokens/s of the sam
 each after a warm-up batch: on a CPU without native bf16 (see the machine line) bf16 is emulated and
 slower than fp32, so only the accuracy carries over to other machines.
 
-    python benchmarks/precision_accuracy.py --lines 300 --threads 1 [--output benchmarks/history/precision.md]
+    python benchmarks/precision_accuracy.py --lines 300 --threads 1 [--models bundled small original]
+        [--output benchmarks/history/precision.md]
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from elmo_speed import VALID, read_sentences
+from elmo_speed import VALID, random_bilm, read_sentences
 from record import publish
 
 
@@ -42,6 +46,30 @@ def relative_errors(low: list[np.ndarray], exact: list[np.ndarray]) -> list[tupl
     ]
 
 
+MODELS = ("bundled", "small", "original")
+
+
+def precision_runs(model: str) -> dict[tuple[str, str], tuple]:
+    """(model name, precision) -> (a function making the embedder, the context it runs in)."""
+    from spacy_contextual.embedders import ElmoEmbedder, load_encoder
+
+    def elmo(precision: str = "fp32"):
+        if model == "bundled":
+            return lambda: load_encoder("elmo", precision=precision, token_cache_size=0)
+        return lambda: ElmoEmbedder(random_bilm(model), precision=precision, token_cache_size=0)
+
+    name = "ELMo" if model == "bundled" else f"ELMo {model} (random weights)"
+    runs = {
+        (name, "fp32"): (elmo(), None),
+        (name, "bf16"): (elmo("bf16"), None),
+        (name, "bf16 autocast (before)"): (elmo(), torch.autocast("cpu", dtype=torch.bfloat16)),
+    }
+    if model == "bundled":
+        runs[("CoVe", "fp32")] = (lambda: load_encoder("cove"), None)
+        runs[("CoVe", "bf16")] = (lambda: load_encoder("cove", precision="bf16"), None)
+    return runs
+
+
 def timed_embed(embedder, sentences: list[list[str]], context=None) -> tuple[list[np.ndarray], float]:
     with context or nullcontext():
         embedder.embed_sentences(sentences[:8])  # warm-up
@@ -54,28 +82,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=["bundled"])
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")  # the once-per-process "bf16 is emulated here" warning
-    from spacy_contextual.embedders import load_encoder
 
     sentences = [s for s in read_sentences(args.lines, VALID) if s]
     tokens = sum(map(len, sentences))
-    runs = {
-        ("ELMo", "fp32"): (load_encoder("elmo", token_cache_size=0), None),
-        ("ELMo", "bf16"): (load_encoder("elmo", precision="bf16", token_cache_size=0), None),
-        ("ELMo", "bf16 autocast (before)"): (
-            load_encoder("elmo", token_cache_size=0),
-            torch.autocast("cpu", dtype=torch.bfloat16),
-        ),
-        ("CoVe", "fp32"): (load_encoder("cove"), None),
-        ("CoVe", "bf16"): (load_encoder("cove", precision="bf16"), None),
-    }
-    results = {key: timed_embed(embedder, sentences, context) for key, (embedder, context) in runs.items()}
+    runs = {key: run for model in args.models for key, run in precision_runs(model).items()}
+    results = {key: timed_embed(embedder(), sentences, context) for key, (embedder, context) in runs.items()}
     lines = [
-        f"## {time.strftime('%Y-%m-%d %H:%M')}: precision accuracy, bundled ELMo and CoVe, bf16 vs fp32 "
-        f"({args.threads} thread(s), torch {torch.__version__})\n",
+        f"## {time.strftime('%Y-%m-%d %H:%M')}: precision accuracy, ELMo ({', '.join(args.models)}) and CoVe, "
+        f"bf16 vs fp32 ({args.threads} thread(s), torch {torch.__version__})\n",
         f"`python benchmarks/precision_accuracy.py {' '.join(sys.argv[1:])}`: the first {args.lines} lines of "
         f"lm_corpus valid ({len(sentences)} sentences, {tokens} tokens). Relative error per layer = "
         "||low - fp32||_F / ||fp32||_F over all tokens; worst token = the largest per-token relative error. "
