@@ -11,7 +11,13 @@ precision setting on this machine?
 2. The bundled ELMo's char-CNN highway and projection (``nn.Linear``) quantised dynamically:
    tokens/s of the whole embedder (token cache off, so the char CNN runs on every token) and the
    per-layer relative error against fp32 on lm_corpus valid. The LSTM products are raw ``addmm``
-   calls, not ``nn.Linear``; part 1 measures them.
+   calls, not ``nn.Linear``; part 1 measures their speed.
+3. The accuracy of the LSTM input products W_x x in int8, the bundled ELMo: W_x quantised per output
+   channel (qint8) and each layer's input per call (quint8 with fbgemm's reduced range, as
+   ``quantize_per_tensor_dynamic`` does), then dequantised, so that float32 products compute what the
+   int8 kernel computes (integer products are exact; only the order of summation differs). The
+   input is scaled over a layer's whole batch, where the kernel would scale each block of steps:
+   the error of the kernel is at most this one.
 
     python benchmarks/int8_quantisation.py --lines 100 --repeat 20 [--output benchmarks/history/precision.md]
 """
@@ -63,6 +69,21 @@ def product_speeds(out_dim: int, in_dim: int, rows: int, repeat: int) -> dict[st
 def quantisable(linear: nn.Linear) -> nn.Linear:
     linear.qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
     return linear
+
+
+def quantise_input(module, args: tuple) -> tuple:
+    """A forward pre-hook: the first argument through dynamic quint8 quantisation and back."""
+    return torch.quantize_per_tensor_dynamic(args[0], torch.quint8, True).dequantize(), *args[1:]
+
+
+def quantise_lstm_inputs(bilm) -> None:
+    """The LSTM input products of ``bilm`` with int8 numerics (part 3), in place."""
+    for lstm in (*bilm.forward_layers, *bilm.backward_layers):
+        weight = lstm.input_linearity.weight.data
+        scales = weight.abs().amax(dim=1).clamp(min=1e-12) / 127
+        zeros = torch.zeros(weight.shape[0], dtype=torch.long)
+        weight.copy_(torch.quantize_per_channel(weight, scales, zeros, 0, torch.qint8).dequantize())
+        lstm.register_forward_pre_hook(quantise_input)
 
 
 def embedder_speed(embedder, sentences) -> tuple[list, float]:
@@ -121,6 +142,15 @@ def main() -> None:
         f"fp32 {tokens / exact_seconds:,.0f} tokens/s, char-CNN highway + projection int8 "
         f"{tokens / low_seconds:,.0f} tokens/s ({exact_seconds / low_seconds:.2f}x); "
         f"per-layer relative error {errors}.",
+    ]
+    lstm_int8 = load_encoder("elmo", token_cache_size=0)
+    quantise_lstm_inputs(lstm_int8.bilm)
+    low, _ = embedder_speed(lstm_int8, sentences)
+    errors = " / ".join(f"{e:.4f}" for e, _ in relative_errors(low, exact))
+    lines += [
+        "",
+        f"The LSTM input products W_x x in int8 (part 3 of the docstring; the char CNN in float32): per-layer "
+        f"relative error {errors}.",
     ]
     publish("\n".join(lines) + "\n", args.output)
 

@@ -122,7 +122,8 @@ def elmo_encoder_v2(
 ) -> DocsToLayers:
     """The biLM layer. ``window``: longest segment fed at once (tokens); ``max_batch_tokens``: padded
     tokens per batch; ``stateful``: carry LSTM state across batches (reference behaviour, not
-    deterministic); ``precision``: fp32, bf16 or fp16 (CUDA), as autocast on the encoder's device;
+    deterministic); ``precision``: fp32, bf16 or fp16 (CUDA): weights cast once for inference, autocast
+    while the biLM trains (``shim.py``);
     ``token_cache_size``: word types whose char-CNN vectors are kept for inference (0: no cache);
     ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
     repeated sentences (later training epochs) are not encoded again (0: no cache)."""
