@@ -93,7 +93,7 @@ def main() -> None:
     runs = {key: run for model in args.models for key, run in precision_runs(model).items()}
     results = {key: timed_embed(embedder(), sentences, context) for key, (embedder, context) in runs.items()}
     lines = [
-        f"## {time.strftime('%Y-%m-%d %H:%M')}: precision accuracy, ELMo ({', '.join(args.models)}) and CoVe, "
+        f"## {time.strftime('%Y-%m-%d %H:%M')}: precision accuracy, {', '.join(sorted({m for m, _ in runs}))}, "
         f"bf16 vs fp32 ({args.threads} thread(s), torch {torch.__version__})\n",
         f"`python benchmarks/precision_accuracy.py {' '.join(sys.argv[1:])}`: the first {args.lines} lines of "
         f"lm_corpus valid ({len(sentences)} sentences, {tokens} tokens). Relative error per layer = "
