@@ -4,20 +4,27 @@ softmax, our trainer's step) next to a plain ``torch.nn.LSTM`` language model of
 same run on the same batches, interleaved so that load changes hit both alike. Also the softmax
 alone per 1,000 predictions: adaptive vs sampled (8,192 shared negatives) vs full.
 
+``--precisions fp32 bf16`` also times our biLM's step under bf16 autocast, as ``training.mixed_precision``
+runs it (the softmax and loss in float32); ``--size original`` replaces the config's model by bilm-tf's
+original 2x4096_512 (``elmo_speed.SIZES``); ``--skip-plain`` leaves out the plain LM.
+
     python benchmarks/train_speed.py --config configs/pretrain_elmo_default.json --batches 8
+    python benchmarks/train_speed.py --precisions fp32 bf16 --size original --skip-plain --batches 2 --rounds 1
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from spacy_contextual.models.bilm import BiLM
+from spacy_contextual.models.bilm import BiLM, BiLMConfig
 from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.corpus import BatchStream
 from spacy_contextual.training.lm import BidirectionalLM
@@ -56,13 +63,15 @@ class PlainLSTMLM(nn.Module):
         return loss / predicting.sum()
 
 
-def time_training(model: nn.Module, loss_of, batches) -> float:
-    """Seconds for forward + backward + Adam step over ``batches``."""
+def time_training(model: nn.Module, loss_of, batches, precision: str = "fp32") -> float:
+    """Seconds for forward + backward + Adam step over ``batches`` (the forward under bf16 autocast for "bf16")."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     start = time.perf_counter()
     for sentences in batches:
         optimizer.zero_grad(set_to_none=True)
-        loss_of(model(sentences)).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext():
+            loss = loss_of(model(sentences))
+        loss.backward()
         optimizer.step()
     return time.perf_counter() - start
 
@@ -102,10 +111,18 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per model")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--precisions", nargs="+", default=["fp32"], choices=["fp32", "bf16"])
+    parser.add_argument("--size", default="config", choices=["config", "original"])
+    parser.add_argument("--skip-plain", action="store_true")
     parser.add_argument("--output", default=None, help="write the results as JSON")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = PretrainConfig.load(args.config)
+    if args.size == "original":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from elmo_speed import SIZES
+
+        config.model = BiLMConfig(**SIZES["original"])
     if args.vocab:
         vocab = LMVocabulary.load(args.vocab)
     else:
@@ -117,22 +134,20 @@ def main() -> None:
 
     torch.manual_seed(0)
     m = config.model
+    ours = BidirectionalLM(BiLM(m), vocab, config.softmax, dropout=0.1).train()
     models = {
-        "ELMo biLM (ours), adaptive softmax": (
-            BidirectionalLM(BiLM(m), vocab, config.softmax, dropout=0.1).train(),
-            lambda loss: loss.mean,
-        ),
-        "plain nn.LSTM LM, full softmax": (
-            PlainLSTMLM(vocab, m.lstm_dim, m.projection_dim, m.n_layers).train(),
-            lambda loss: loss,
-        ),
+        f"ELMo biLM (ours), adaptive softmax, {precision}": (ours, lambda loss: loss.mean, precision)
+        for precision in args.precisions
     }
+    if not args.skip_plain:
+        plain = PlainLSTMLM(vocab, m.lstm_dim, m.projection_dim, m.n_layers).train()
+        models["plain nn.LSTM LM, full softmax"] = (plain, lambda loss: loss, "fp32")
     seconds = {name: 0.0 for name in models}
-    for model, loss_of in models.values():
-        time_training(model, loss_of, warmup)
+    for model, loss_of, precision in models.values():
+        time_training(model, loss_of, warmup, precision)
     for _ in range(args.rounds):
-        for name, (model, loss_of) in models.items():
-            seconds[name] += time_training(model, loss_of, batches)
+        for name, (model, loss_of, precision) in models.items():
+            seconds[name] += time_training(model, loss_of, batches, precision)
     results = {
         "threads": args.threads,
         "tokens_per_round": tokens,
@@ -140,7 +155,7 @@ def main() -> None:
         "vocab_size": len(vocab),
         "train_tokens_per_second": {name: tokens * args.rounds / s for name, s in seconds.items()},
         "parameters_millions": {
-            name: sum(p.numel() for p in model.parameters()) / 1e6 for name, (model, _) in models.items()
+            name: sum(p.numel() for p in model.parameters()) / 1e6 for name, (model, _, _) in models.items()
         },
     }
     targets = torch.tensor([vocab[w] for batch in batches[:2] for s in batch for w in s][:2000])
