@@ -9,6 +9,9 @@ whole process (imports, loading, writing HDF5), peak RSS and CPU seconds come fr
 process. The commands of one size run alternately, ``--rounds`` times, and each is reported by its
 fastest round; the load average before each round is printed, since other jobs share the CPU.
 
+``--precision bf16`` runs our command with ``--precision bf16`` (AllenNLP stays float32): on a CPU with
+AMX or AVX-512 BF16 (``spacy-contextual info`` says) that is the fast path; elsewhere it is emulated.
+
 ``--before TREE`` also runs our CLI from another source tree (``PYTHONPATH=TREE``), e.g. the base
 commit unpacked with ``git archive BASE | tar -x -C TREE``, to measure before and after in one run.
 
@@ -82,6 +85,8 @@ def commands(paths: dict[str, Path], out: Path, args: argparse.Namespace) -> dic
         env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     ours = [shutil.which("spacy-contextual") or "spacy-contextual", "elmo", str(paths["input"])]
     model = ["--all", "--model", str(paths["model"])]
+    if args.precision != "fp32":  # a --before tree may predate the option
+        model += ["--precision", args.precision]
     result = {"this tree": ([*ours, str(out / "ours.hdf5"), *model], env, out / "ours.hdf5")}
     if args.before:
         before_env = {**env, "PYTHONPATH": str(args.before)}
@@ -100,6 +105,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a source tree to run our CLI from as 'before'")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, help="OMP/MKL threads for every process (default: torch's)")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="our command's --precision")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/cli_speed"))
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
