@@ -147,7 +147,9 @@ def main() -> None:
         time_training(model, loss_of, warmup, precision)
     for _ in range(args.rounds):
         for name, (model, loss_of, precision) in models.items():
-            seconds[name] += time_training(model, loss_of, batches, precision)
+            elapsed = time_training(model, loss_of, batches, precision)
+            seconds[name] += elapsed
+            print(f"{name}: {tokens / elapsed:,.0f} tokens/s this round", flush=True)
     results = {
         "threads": args.threads,
         "tokens_per_round": tokens,
