@@ -40,7 +40,15 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
-from ..embedders.precision import MIXED, PRECISIONS, PrecisionError, autocast, cast_weights, resolve_precision
+from ..embedders.precision import (
+    DTYPES,
+    MIXED,
+    PRECISIONS,
+    PrecisionError,
+    autocast,
+    cast_weights,
+    resolve_precision,
+)
 from ..errors import ModelDirError
 from ..formats.budget import build_within_bytes
 from ..formats.model_dir import check_finite, load_matching_state
@@ -129,7 +137,11 @@ class EncoderShim(PyTorchShim):
         signature = self.weights_signature()
         if self._cast is None or self._cast[0] != signature:
             self._cast = None  # the old copy's memory goes before the new one is made
-            self._cast = signature, cast_weights(copy.deepcopy(self.module), precision)
+            dtype = DTYPES[precision]  # each parameter copied straight into it: no second float32 module
+            cast = {
+                id(p): torch.nn.Parameter(p.detach().to(dtype), requires_grad=False) for p in self.module.parameters()
+            }
+            self._cast = signature, cast_weights(copy.deepcopy(self.module, memo=cast), precision)
         return self._cast[1]
 
     # -- loading --------------------------------------------------------------------------------
