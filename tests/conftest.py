@@ -27,7 +27,7 @@ def pytest_collection_modifyitems(config, items):
 def no_model_downloads(tmp_path_factory, monkeypatch):
     """No test downloads a model: offline, with an empty cache of its own; the download tests serve
     their files on 127.0.0.1 and go online through the ``home`` fixture."""
-    from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
+    from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
 
     monkeypatch.setenv(OFFLINE_ENV, "1")
     monkeypatch.setenv(HOME_ENV, str(tmp_path_factory.getbasetemp() / "model_cache"))
@@ -115,9 +115,9 @@ def server():
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """An empty model cache for the test, online, with a short server timeout and no user catalog."""
-    from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
-    from spacy_contextual.formats.catalog import CATALOG_ENV
-    from spacy_contextual.formats.fetch import TIMEOUT_ENV
+    from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
+    from spacy_contextual.hub.catalog import CATALOG_ENV
+    from spacy_contextual.hub.fetch import TIMEOUT_ENV
 
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(OFFLINE_ENV, raising=False)

@@ -388,7 +388,7 @@ def assert_one_line_error(result, *fragments: str) -> str:
 
 
 def bundled_copy(kind: str, tmp_path: Path) -> Path:
-    from spacy_contextual.formats.bundled import bundled_model_dir
+    from spacy_contextual.hub.resolver import bundled_model_dir
 
     return Path(shutil.copytree(bundled_model_dir(kind), tmp_path / kind))
 
@@ -410,3 +410,10 @@ def sentences_file(tmp_path: Path) -> Path:
 def sense_file(path: Path, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def writer_leftovers(root: Path) -> list[str]:
+    """The guarded writer's working files and folders below ``root`` (none after a finished or failed write)."""
+    from spacy_contextual.writer import MARK
+
+    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*") if MARK in p.name)

@@ -19,12 +19,13 @@ from plotly.subplots import make_subplots
 
 from ..errors import quoted
 from ..layers.layer_mix import layer_weights
+from ..locations import ASSETS
 from ..text_files import is_dir, read_json
 from .occurrences import InputError
 from .palette import CATEGORY_COLORS
 
 MIX_COLUMNS = ["component", "source", "encoder", "layer", "label", "s", "weight", "gamma"]
-EXAMPLE = Path(__file__).resolve().parents[1] / "assets" / "layer_weights" / "ewt_elmo_tagger.json"
+EXAMPLE = ASSETS / "layer_weights" / "ewt_elmo_tagger.json"
 FIRST_LABEL = {"elmo": "char-CNN", "cove": "GloVe"}
 LSTM_LABEL = {"elmo": "LSTM-{}", "cove": "CoVe-{}"}
 

@@ -1,5 +1,5 @@
 """The encoders the analysis works with, named by kind ("elmo" or "cove") and model: "default" (the
-bundled model) or anything else the one resolver (``formats.bundled.resolve_model_dir``) accepts.
+bundled model) or anything else the one resolver (``hub.resolver.resolve_model_dir``) accepts.
 ``load_model`` turns every way a model can fail to load into one ``ModelUnavailable`` line;
 ``model_status`` says where each kind's model is; ``training_domain_of`` what a CoVe MT model was
 trained on."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..embedders import Embedder, load_encoder
 from ..errors import ContextualError, quoted
-from ..formats.bundled import KINDS, is_default, resolve_model_dir
+from ..hub.resolver import KINDS, is_default, resolve_model_dir
 from .attention import training_domain
 
 __all__ = [

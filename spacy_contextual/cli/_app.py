@@ -151,7 +151,7 @@ def main(
 ) -> None:
     """ELMo and CoVe contextual word vectors for spaCy."""
     if catalog is not None:
-        from .models import use_catalog
+        from ..hub.catalog import use_catalog
 
         use_catalog(catalog)
     if not debug:

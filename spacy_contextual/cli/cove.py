@@ -60,11 +60,11 @@ def train_cove_command(
     from confection import Config
     from spacy.cli._util import parse_config_overrides
 
-    from ..formats.atomic import check_output_dir
     from ..training.checkpoint import check_checkpoint_files, has_checkpoint
     from ..training.config import MT_RANGES, check_ranges
     from ..training.mt import train_mt
     from ..training.mt_config import MTConfig
+    from ..writer import check_output_dir
     from .train import say_how_to_resume
 
     overrides = parse_config_overrides(ctx.args)
@@ -93,8 +93,8 @@ def translate_command(
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
     from ..embedders.cove import CoveEmbedder
-    from ..formats.atomic import atomic_file, check_can_write
     from ..text_files import numbered_lines
+    from ..writer import atomic_file, check_can_write
 
     if output is not None:
         check_can_write(output)
@@ -129,7 +129,7 @@ def bleu_command(
     ),
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
-    from ..formats.bundled import resolve_model_dir
+    from ..hub.resolver import resolve_model_dir
     from ..training.bleu import evaluate_bleu
 
     path = resolve_model_dir("cove", model)

@@ -201,15 +201,15 @@ def _check(job: EmbedJob, processes: int | None) -> None:
 
     check_precision(job.precision)
     from ..corpus.folder import check_parts_folder
-    from ..formats.atomic import check_can_write
+    from ..writer import check_can_write
 
-    check_can_write(job.output_file, protect=[job.input_file, *_model_paths(job)])
+    check_can_write(job.output_file, reads=[job.input_file, *_model_paths(job)])
     check_parts_folder(job.output_file)
 
 
 def _model_paths(job: EmbedJob) -> list[Path]:
     """The files (or folder) of the model the job reads; none when it is missing (loading it says so)."""
-    from ..formats.bundled import resolve_model_dir
+    from ..hub.resolver import resolve_model_dir
 
     if job.options_file is not None:
         return [job.options_file, job.weight_file]
@@ -271,7 +271,7 @@ def run_job(job: EmbedJob) -> None:
 def _load_encoder(job: EmbedJob, device):
     """The embedder, and what identifies it in the record of a run (kind, files, settings)."""
     from ..corpus.job import file_identity
-    from ..formats.bundled import resolve_model_dir
+    from ..hub.resolver import resolve_model_dir
 
     settings = {"kind": job.kind, "device": device.type}
     if job.precision != "fp32":  # a run in another precision has other vectors

@@ -4,23 +4,14 @@ ones included, find it there."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
+from ..hub.catalog import use_catalog
 from ._app import app
 
 CATALOG_HELP = "A catalog JSON file whose entries add to or replace the shipped ones (or $SPACY_CONTEXTUAL_CATALOG)"
-
-
-def use_catalog(catalog: Path | None) -> None:
-    """``--catalog FILE`` reaches every loader (and worker process) through the environment variable."""
-    from ..formats.catalog import CATALOG_ENV, read_catalog
-
-    if catalog is not None:
-        read_catalog(catalog)  # a bad file fails here, with its name
-        os.environ[CATALOG_ENV] = str(catalog.expanduser().resolve())
 
 
 @app.command("models")
@@ -30,9 +21,9 @@ def models_command(
 ) -> None:
     """List the catalog: name, encoder, language, size, whether it is cached and where, and how its files
     are checked (a published SHA-256, one recorded at the first download, or none yet)."""
-    from ..formats.cache import cache_home, cached_bytes, hash_status, model_cache_dir
-    from ..formats.catalog import load_catalog, markdown_table
-    from ..formats.fetch import read_record_or_none
+    from ..hub.cache import cache_home, cached_bytes, hash_status, model_cache_dir
+    from ..hub.catalog import load_catalog, markdown_table
+    from ..hub.fetch import read_record_or_none
 
     use_catalog(catalog)
     entries = load_catalog()
@@ -59,8 +50,8 @@ def download_command(
     catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
 ) -> None:
     """Fetch model NAME into the cache now (a damaged cached copy is fetched again), with a progress bar."""
-    from ..formats.catalog import get_entry
-    from ..formats.fetch import refetch
+    from ..hub.catalog import get_entry
+    from ..hub.fetch import refetch
 
     use_catalog(catalog)
     path = refetch(get_entry(name))

@@ -17,7 +17,7 @@ OVERWRITE_HELP = "Delete an earlier run's checkpoint in the output directory and
 def _check_outputs(ctx: typer.Context, config) -> None:
     """Before any work: the output folders can be written (not a file or device, not inside the package's
     bundled models)."""
-    from ..formats.atomic import check_output_dir
+    from ..writer import check_output_dir
 
     for folder in (config.training.output_dir, config.training.export_dir):
         if folder:
@@ -83,8 +83,8 @@ def finetune_command(
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
-    from ..formats.bundled import is_default, resolve_model_dir
-    from ..formats.catalog import find_entry
+    from ..hub.catalog import find_entry
+    from ..hub.resolver import is_default, resolve_model_dir
     from ..training.config import PretrainConfig, parse_overrides
     from ..training.finetune import finetune
 
@@ -131,11 +131,11 @@ def evaluate_command(
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
     outside the model's vocabulary counted as <UNK>."""
-    from ..formats.atomic import atomic_file, check_can_write
-    from ..formats.bundled import is_default, resolve_model_dir
+    from ..hub.resolver import is_default, resolve_model_dir
     from ..training.evaluate import load_language_model, perplexity
     from ..training.export import find_trained_model
     from ..training.finetune import has_softmax
+    from ..writer import atomic_file, check_can_write
 
     if json_out:
         check_can_write(json_out)
@@ -171,7 +171,7 @@ def sense_probe_command(
     """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""
     from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
     from ..embedders import load_encoder
-    from ..formats.atomic import atomic_file, check_can_write
+    from ..writer import atomic_file, check_can_write
 
     if encoder not in ("elmo", "cove"):
         raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ContextualError
-from ..formats.atomic import atomic_file
+from ..writer import atomic_file
 
 MARKER = ".spacy-contextual-parts"
 SPOOL = "input.spool"

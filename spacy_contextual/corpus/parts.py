@@ -42,8 +42,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..formats.atomic import atomic_file, fsync_directory, fsync_file
 from ..text_files import read_json
+from ..writer import atomic_file, fsync_directory, fsync_file
 from .folder import MARKER, OWN_FILE, PartsError, disk_errors, parts_folder
 from .lines import Corpus
 

@@ -10,7 +10,7 @@ out, ELMo and CoVe alike (``embedder.Embedder``).
 from __future__ import annotations
 
 from ..errors import ContextualError
-from ..formats.bundled import KINDS
+from ..hub.resolver import KINDS
 from ..types import PathLike
 from .cove import CoveEmbedder
 from .elmo import ElmoEmbedder

@@ -20,10 +20,10 @@ import torch
 
 from ..devices import resolve_device
 from ..errors import ContextualError
-from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import MT_KIND, load_cove_layers, load_translator, longest_training_sentence, model_kind
 from ..formats.cove_pth import load_published_cove
 from ..formats.detect import COVE_PTH, cove_pth_files, format_of
+from ..hub.resolver import resolve_model_dir
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translation, Translator
 from ..models.text import MTVocab, detokenize, pad, replace_unknown, tokenize

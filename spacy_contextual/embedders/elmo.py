@@ -18,8 +18,8 @@ import torch
 
 from ..devices import resolve_device
 from ..formats.bilm_tf import load_bilm_tf
-from ..formats.bundled import resolve_model_dir
 from ..formats.detect import load_elmo
+from ..hub.resolver import resolve_model_dir
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
 from ..types import PathLike

@@ -8,57 +8,29 @@ confined to the directory: a relative path without ``..`` that, symlinks followe
 
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from ..errors import ModelDirError, quoted
+from ..errors import ModelDirError
+from ..integrity import ALGORITHM, confined, read_table, table_of, verify_files
 from ..text_files import read_json
 from ..types import PathLike
-from .atomic import atomic_file
+from ..writer import atomic_file
 
 MANIFEST_NAME = "manifest.json"
-ALGORITHM = "sha256"
 WRITE_COMMAND = "spacy-contextual write-manifest"
-
-
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def confined(directory: Path, name: object, source: Path) -> Path:
-    """``directory / name`` if ``name`` is a relative path inside ``directory`` (symlinks followed);
-    ``source`` names the file that named it."""
-    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
-    path = directory / name if parts else directory
-    if not parts or PurePosixPath(name).is_absolute() or ".." in parts or "\\" in name:
-        raise ModelDirError(
-            f"{source} names {quoted(name)}, which is not a file inside {directory}; the manifest is damaged or "
-            "hostile: copy the model directory again"
-        )
-    if not path.resolve().is_relative_to(directory.resolve()):
-        raise ModelDirError(
-            f"{path} is a link to {path.resolve()}, outside {directory}; a model directory holds its own files: "
-            "replace the link with a copy of the file"
-        )
-    return path
+FIX = "copy the model directory again"
 
 
 def write_manifest(directory: PathLike, names: list[str]) -> Path:
     """Record the size and digest of ``names`` (files inside ``directory``) in its manifest.json."""
     directory = Path(directory)
     for name in names:
-        confined(directory, name, directory)
-    files = {
-        name: {"bytes": (directory / name).stat().st_size, ALGORITHM: file_digest(directory / name)} for name in names
-    }
+        confined(directory, name, directory, ModelDirError, FIX)
     path = directory / MANIFEST_NAME
     with atomic_file(path) as tmp:
-        tmp.write_text(json.dumps({"algorithm": ALGORITHM, "files": files}, indent=1) + "\n", encoding="utf-8")
+        document = {"algorithm": ALGORITHM, "files": table_of(directory, names)}
+        tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return path
 
 
@@ -70,16 +42,10 @@ def read_manifest(directory: PathLike) -> dict[str, dict]:
             f"{directory} has no {MANIFEST_NAME} (the SHA-256 of its files), so its files cannot be checked; "
             f"if you trust them, write one with: {WRITE_COMMAND} {directory}"
         )
-    manifest = read_json(path, "copy the model directory again", ModelDirError)
-    try:
-        files = manifest["files"]
-        if manifest.get("algorithm") != ALGORITHM or not all(
-            isinstance(entry.get("bytes"), int) and isinstance(entry.get(ALGORITHM), str) for entry in files.values()
-        ):
-            raise ValueError(f'expected {{"algorithm": "{ALGORITHM}", "files": {{name: {{"bytes", "{ALGORITHM}"}}}}}}')
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ModelDirError(f"{path} is damaged ({error}); copy the model directory again") from None
-    return files
+    manifest = read_json(path, FIX, ModelDirError)
+    if not isinstance(manifest, dict) or manifest.get("algorithm") != ALGORITHM:
+        raise ModelDirError(f'{path} is damaged (expected {{"algorithm": "{ALGORITHM}", "files": ...}}); {FIX}')
+    return read_table(manifest.get("files"), path, ModelDirError, FIX)
 
 
 def verify_manifest(directory: PathLike, required: list[str]) -> None:
@@ -90,20 +56,6 @@ def verify_manifest(directory: PathLike, required: list[str]) -> None:
     if unlisted:
         raise ModelDirError(
             f"{directory / unlisted[0]} is not listed in {directory / MANIFEST_NAME}: the directory was changed "
-            "after it was saved; copy the model directory again"
+            f"after it was saved; {FIX}"
         )
-    for name, entry in files.items():
-        path = confined(directory, name, directory / MANIFEST_NAME)
-        if not path.is_file():
-            raise ModelDirError(f"{path} is missing (listed in {MANIFEST_NAME}); copy the whole model directory")
-        size = path.stat().st_size
-        if size != entry["bytes"]:
-            raise ModelDirError(
-                f"{path} has {size:,} bytes but {MANIFEST_NAME} records {entry['bytes']:,}: the file is truncated "
-                "or was replaced; copy the model directory again"
-            )
-        if file_digest(path) != entry[ALGORITHM]:
-            raise ModelDirError(
-                f"{path} does not match its SHA-256 in {MANIFEST_NAME}: the file is damaged (or was changed after "
-                "saving); copy the model directory again"
-            )
+    verify_files(directory, files, directory / MANIFEST_NAME, ModelDirError, FIX)

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from ..errors import ModelDirError
+from ..locations import ASSETS
 from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.manylangs_ids import CHAR_SPECIALS, WORD_SPECIALS
 from ..text_files import read_json
@@ -37,7 +38,7 @@ from .model_dir import check_finite, check_state
 
 CONFIG_NAME, WORDS_NAME, CHARS_NAME = "config.json", "word.dic", "char.dic"
 TOKEN_EMBEDDER_NAME, ENCODER_NAME = "token_embedder.pkl", "encoder.pkl"
-SHIPPED_ARCHITECTURES = Path(__file__).resolve().parent.parent / "assets" / "manylangs"
+SHIPPED_ARCHITECTURES = ASSETS / "manylangs"
 
 CLIP = Rule("a number >= 0 (0 or null: no clipping)", lambda v: v is None or number(0, float("inf")).test(v))
 ENCODER_SECTION = {

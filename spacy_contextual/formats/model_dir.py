@@ -26,7 +26,7 @@ from safetensors.torch import load_file, save_file
 from ..errors import ContextualError, ModelDirError
 from ..text_files import read_json
 from ..types import PathLike
-from .atomic import atomic_directory, sibling
+from ..writer import atomic_directory, interrupted_versions
 from .manifest import MANIFEST_NAME, verify_manifest, write_manifest
 from .model_config import FORMAT_VERSIONS, SCHEMAS, validate_config
 
@@ -136,11 +136,11 @@ def read_config_file(path: PathLike) -> dict[str, Any]:
     directory = Path(path)
     config_path = directory / CONFIG_NAME
     if not config_path.is_file():
-        interrupted = [p for p in (sibling(directory, ".old"), sibling(directory, ".tmp")) if p.is_dir()]
+        interrupted = [p for p in interrupted_versions(directory) if p.is_dir()]
         if interrupted and not directory.exists():
             raise ModelDirError(
                 f"{directory} is missing but {interrupted[0]} is there: a save was interrupted; rename "
-                f"{interrupted[0].name} to {directory.name} (.old is the previous version, .tmp the new one)"
+                f"{interrupted[0].name} to {directory.name} (-old is the previous version, -new the new one)"
             )
         raise FileNotFoundError(
             f"{directory} is not a spacy-contextual model directory (no {CONFIG_NAME}); "

@@ -21,11 +21,11 @@ import spacy
 import torch
 
 from ..embedders.precision import MIXED, check_precision
-from ..formats.bundled import resolve_model_dir
 from ..formats.cove_dir import load_cove_layers
 from ..formats.cove_pth import load_published_cove
 from ..formats.detect import COVE_PTH, cove_pth_files, format_of
 from ..formats.model_config import SCHEMAS, validate_section
+from ..hub.resolver import resolve_model_dir
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from .encoder import ContextualEncoder

@@ -26,10 +26,10 @@ import torch
 
 from ..embedders.precision import MIXED, check_precision
 from ..formats.bilm_tf import load_bilm_tf
-from ..formats.bundled import resolve_model_dir
 from ..formats.detect import load_elmo
 from ..formats.manylangs import check_architecture
 from ..formats.model_config import BILM, MANYLANGS, validate_section
+from ..hub.resolver import resolve_model_dir
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.token_cache import TokenVectorCache

@@ -6,8 +6,8 @@
                             on CUDA, ``cuda_rng.<rank>`` (the GPU's)
     trainer_state.json  step, stream positions, history, the optimizer's non-tensor state
 
-It is written whole through ``<dir>.tmp``, fsynced, and put in place of ``<dir>`` in one step
-(``formats/atomic.py``), so a run killed while writing leaves the previous checkpoint intact. A new
+It is written whole through the writer's working folder, fsynced, and put in place of ``<dir>`` in one step
+(``writer.py``), so a run killed while writing leaves the previous checkpoint intact. A new
 run refuses to start over an earlier run's checkpoint (``prepare_checkpoint_dir``) unless told to
 ``--resume`` it or to ``--overwrite`` it. ``--resume`` refuses a damaged, truncated or NaN checkpoint
 in one line naming the file (the model directory is checked against its manifest; the state and the
@@ -26,10 +26,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..errors import ContextualError
-from ..formats.atomic import atomic_directory, sibling
 from ..formats.model_dir import check_finite
 from ..text_files import read_json
 from ..types import PathLike
+from ..writer import atomic_directory, interrupted_versions
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
 
@@ -92,12 +92,12 @@ def is_checkpoint(path: Path) -> bool:
 
 
 def prepare_checkpoint_dir(directory: PathLike, resume: bool, overwrite: bool) -> None:
-    """The start of a run: an earlier run's checkpoint at ``directory`` (or the ``.old`` / ``.tmp`` an
-    interrupted write leaves) is continued with ``resume``, deleted with ``overwrite``, else refused."""
+    """The start of a run: an earlier run's checkpoint at ``directory`` (or a version an interrupted write
+    left beside it) is continued with ``resume``, deleted with ``overwrite``, else refused."""
     directory = Path(directory)
     if resume and overwrite:
         raise ContextualError("--resume continues the earlier run and --overwrite deletes it: give one of them")
-    found = [path for path in (directory, sibling(directory, ".old"), sibling(directory, ".tmp")) if path.exists()]
+    found = [path for path in (directory, *interrupted_versions(directory)) if path.exists()]
     if resume or not found:
         return
     if not overwrite:
@@ -110,14 +110,14 @@ def prepare_checkpoint_dir(directory: PathLike, resume: bool, overwrite: bool) -
 
 
 def has_checkpoint(directory: PathLike) -> bool:
-    """A checkpoint that ``--resume`` can continue is at ``directory`` (or its ``.old``)."""
-    return any(is_checkpoint(candidate) for candidate in (Path(directory), sibling(Path(directory), ".old")))
+    """A checkpoint that ``--resume`` can continue is at ``directory`` (or an interrupted write's version)."""
+    return any(is_checkpoint(candidate) for candidate in (Path(directory), *interrupted_versions(directory, ("old",))))
 
 
 def find_checkpoint(directory: PathLike) -> Path:
-    """The checkpoint at ``directory`` (or the ``.old`` one a kill during renaming left behind)."""
+    """The checkpoint at ``directory`` (or the previous one a kill during renaming left beside it)."""
     directory = Path(directory)
-    for candidate in (directory, sibling(directory, ".old")):
+    for candidate in (directory, *interrupted_versions(directory, ("old",))):
         if is_checkpoint(candidate):
             return candidate
     raise FileNotFoundError(

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ContextualError
-from ..formats.atomic import atomic_file
 from ..formats.model_config import (
     BILM,
     BOOLEAN,
@@ -33,6 +32,7 @@ from ..formats.model_config import (
 from ..models.bilm import BiLMConfig
 from ..text_files import read_json
 from ..types import PathLike
+from ..writer import atomic_file
 from .lm import SoftmaxConfig
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import torch
 
-from ..formats.atomic import atomic_directory
 from ..formats.bilm_dir import load_bilm, save_bilm
 from ..formats.bilm_tf import export_bilm_tf
 from ..formats.model_dir import CONFIG_NAME, is_model_dir, keep_other_files, weight_files
 from ..types import PathLike
+from ..writer import atomic_directory
 from .evaluate import load_language_model
 from .finetune import has_softmax
 

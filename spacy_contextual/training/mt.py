@@ -28,12 +28,12 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from ..errors import ContextualError
-from ..formats.atomic import atomic_directory, atomic_file
 from ..formats.cove_dir import load_translator, save_translator
 from ..models.seq2seq import Seq2SeqConfig, Translator
 from ..models.text import MTVocab, tokenize
 from ..text_files import read_json
 from ..types import PathLike
+from ..writer import atomic_directory, atomic_file
 from .bleu import bleu, translate_tokens
 from .checkpoint import (
     DAMAGED_CHECKPOINT,
@@ -239,7 +239,7 @@ def train_mt(config: MTConfig, output_dir: PathLike, resume: bool = False, overw
     torch.manual_seed(settings.seed)
 
     data = read_data(config)
-    if resume:  # last/, or the last.old an interrupted write left
+    if resume:  # last/, or the version an interrupted write left beside it
         model, source_words, target_words, state, optimizer_state = load_checkpoint(find_checkpoint(last))
     else:
         model, source_words, target_words = new_translator(config, data)

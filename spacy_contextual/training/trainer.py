@@ -35,10 +35,10 @@ from tqdm import tqdm
 
 from ..devices import DeviceError, autocast
 from ..errors import ContextualError
-from ..formats.atomic import atomic_file
 from ..models.bilm import BiLM
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..runtime import Runtime
+from ..writer import atomic_file
 from .checkpoint import load_checkpoint, prepare_checkpoint_dir, save_checkpoint
 from .config import PretrainConfig
 from .corpus import BatchStream, StreamPosition, Windows, WindowStream

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import ContextualError
-from ..formats.atomic import atomic_file
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..types import PathLike
+from ..writer import atomic_file
 from .corpus import iter_sentences
 
 UNK_TOKEN = "<UNK>"

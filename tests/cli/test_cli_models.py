@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from model_server import bilm_entry, bilm_tf_files, write_catalog
 from typer.testing import CliRunner
-from util import tiny_elmo_dir
+from util import tiny_elmo_dir, writer_leftovers
 
 from spacy_contextual.cli import app
 from spacy_contextual.embedders.elmo import ElmoEmbedder
-from spacy_contextual.formats.cache import OFFLINE_ENV
+from spacy_contextual.hub.cache import OFFLINE_ENV
 
 pytestmark = pytest.mark.timeout(120)
 runner = CliRunner()
@@ -54,7 +54,7 @@ def test_a_failed_download_is_one_error_line(home, server, catalog):
     assert result.exit_code == 1
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert error == (f"error: could not download weights.hdf5: {server.url('tiny/weights.hdf5')}: HTTP 404 Not Found")
-    assert not (home / "tiny").exists() and not (home / "tiny.tmp").exists()
+    assert not (home / "tiny").exists() and writer_leftovers(home) == []
 
 
 def test_offline_download_and_unknown_names_are_one_line(home, server, catalog, monkeypatch):

@@ -10,12 +10,12 @@ import time
 
 import pytest
 from typer.testing import CliRunner
-from util import DATA, REPO, tiny_config
+from util import DATA, REPO, tiny_config, writer_leftovers
 
 from spacy_contextual.cli import app
-from spacy_contextual.formats.atomic import ALLOW_PACKAGE_WRITE_ENV
-from spacy_contextual.formats.bundled import bundled_model_dir
+from spacy_contextual.hub.resolver import bundled_model_dir
 from spacy_contextual.training.config import PretrainConfig
+from spacy_contextual.writer import ALLOW_PACKAGE_WRITE_ENV
 
 runner = CliRunner()
 
@@ -59,7 +59,7 @@ def test_sigterm_after_a_checkpoint_says_resume_and_the_resume_works(config_file
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 143 and "Traceback" not in stderr  # the progress bar's line, then the one line
     assert stderr.endswith("]\ninterrupted; run the same command with --resume to resume\n"), stderr[-300:]
-    assert not [p for p in run.rglob("*") if p.name.endswith(".tmp")]
+    assert writer_leftovers(run) == []
     resumed = runner.invoke(app, ["pretrain-elmo", str(config_file), "--resume", "training.max_steps=3"])
     assert resumed.exit_code == 0, resumed.stderr
     assert "resumed from" in resumed.stdout

@@ -40,8 +40,8 @@ from model_server import ModelServer, bilm_entry, bilm_tf_files, cove_pth_bytes,
 from typer.testing import CliRunner
 from util import DATA, REPO, free_port, tiny_bilm, tiny_elmo_dir, tiny_listener_pipeline, torch_threads
 
-from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
-from spacy_contextual.formats.catalog import CATALOG_ENV, load_catalog
+from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
+from spacy_contextual.hub.catalog import CATALOG_ENV, load_catalog
 
 DOCS = ["README.md", "CONTRIBUTING.md", "benchmarks/README.md"]
 PROJECT_RUN = re.compile(r"`(python -m spacy project run [^`]*)`")

@@ -15,11 +15,11 @@ from spacy_contextual.cli import app
 from spacy_contextual.errors import ContextualError
 from spacy_contextual.formats.bilm_dir import load_bilm
 from spacy_contextual.formats.bilm_tf import export_bilm_tf, load_bilm_tf
-from spacy_contextual.formats.bundled import bundled_model_dir
 from spacy_contextual.formats.cove_dir import load_cove_layers
 from spacy_contextual.formats.cove_pth import CovePthError, expected_shapes, load_cove_pth
 from spacy_contextual.formats.manifest import write_manifest
 from spacy_contextual.formats.model_dir import model_files
+from spacy_contextual.hub.resolver import bundled_model_dir
 
 runner = CliRunner()
 

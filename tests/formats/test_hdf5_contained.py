@@ -9,8 +9,8 @@ from util import tiny_bilm
 from spacy_contextual.cli import app
 from spacy_contextual.formats.bilm_dir import load_bilm
 from spacy_contextual.formats.bilm_tf import export_bilm_tf, load_bilm_tf
-from spacy_contextual.formats.bundled import bundled_model_dir
 from spacy_contextual.formats.hdf5_contained import NotSelfContainedError
+from spacy_contextual.hub.resolver import bundled_model_dir
 
 TARGET = "RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/B"
 

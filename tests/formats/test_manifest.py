@@ -17,8 +17,9 @@ from spacy_contextual.cli import app
 from spacy_contextual.embedders import load_encoder
 from spacy_contextual.errors import ContextualError, ModelDirError
 from spacy_contextual.formats.bilm_dir import load_bilm
-from spacy_contextual.formats.bundled import bundled_model_dir
-from spacy_contextual.formats.manifest import ALGORITHM, MANIFEST_NAME, file_digest
+from spacy_contextual.formats.manifest import MANIFEST_NAME
+from spacy_contextual.hub.resolver import bundled_model_dir
+from spacy_contextual.integrity import ALGORITHM, file_digest
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

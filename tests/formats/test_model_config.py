@@ -11,7 +11,7 @@ import pytest
 from spacy_contextual.embedders import load_encoder
 from spacy_contextual.errors import ModelDirError
 from spacy_contextual.formats.bilm_dir import load_bilm
-from spacy_contextual.formats.bundled import bundled_model_dir
+from spacy_contextual.hub.resolver import bundled_model_dir
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

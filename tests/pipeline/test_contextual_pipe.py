@@ -15,7 +15,7 @@ import torch
 from spacy.language import Language
 from util import KINDS, build_listener_pipeline, layers_of, train_steps
 
-from spacy_contextual.formats.bundled import bundled_model_dir
+from spacy_contextual.hub.resolver import bundled_model_dir
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -8,10 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from util import DATA, assert_one_line_error, cli, tiny_config
+from util import DATA, assert_one_line_error, cli, tiny_config, writer_leftovers
 
 from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.trainer import pretrain
+from spacy_contextual.writer import working_name
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -45,22 +46,22 @@ def test_an_earlier_runs_checkpoint_needs_resume_or_overwrite(lm_corpus, tmp_pat
     checkpoint = output / "checkpoint"
     with pytest.raises(FileExistsError, match="--resume to continue that run, or --overwrite"):
         pretrain(pretrain_config(lm_corpus, output), log=quiet)
-    # killed between the two renames: only checkpoint.old and checkpoint.tmp are left
-    checkpoint.rename(output / "checkpoint.old")
-    shutil.copytree(output / "checkpoint.old", output / "checkpoint.tmp")
+    # killed between the two renames: only the writer's old and new versions are left
+    previous, new = working_name(checkpoint, "old"), working_name(checkpoint, "new")
+    checkpoint.rename(previous)
+    shutil.copytree(previous, new)
     config_file = tmp_path / "config.json"
     pretrain_config(lm_corpus, output).save(config_file)
-    assert_one_line_error(cli("pretrain-elmo", config_file), "checkpoint.old holds a checkpoint", "--overwrite")
-    assert (output / "checkpoint.old" / "trainer_state.json").is_file()  # nothing was deleted
-    summary = pretrain(pretrain_config(lm_corpus, output, steps=4), resume=True, log=quiet)  # from .old
+    assert_one_line_error(cli("pretrain-elmo", config_file), f"{previous.name} holds a checkpoint", "--overwrite")
+    assert (previous / "trainer_state.json").is_file()  # nothing was deleted
+    summary = pretrain(pretrain_config(lm_corpus, output, steps=4), resume=True, log=quiet)  # from the old one
     assert summary["step"] == 4
     summary = pretrain(pretrain_config(lm_corpus, output, steps=1), overwrite=True, log=quiet)
-    assert summary["step"] == 1 and not (output / "checkpoint.old").exists()
+    assert summary["step"] == 1 and not previous.exists() and not new.exists()
 
 
 def test_checkpoints_are_written_whole(lm_corpus, tmp_path):
     output = tmp_path / "run"
     pretrain(pretrain_config(lm_corpus, output), log=quiet)
-    left = sorted(p.name for p in output.iterdir())
-    assert "checkpoint.tmp" not in left and "checkpoint.old" not in left and "model.tmp" not in left
+    assert writer_leftovers(output) == []
     assert (output / "checkpoint" / "model" / "manifest.json").is_file()

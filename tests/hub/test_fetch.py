@@ -28,11 +28,10 @@ from model_server import (
     write_catalog,
     zip_bytes,
 )
-from util import tiny_bilm, tiny_elmo_dir, tiny_listener_pipeline
+from util import tiny_bilm, tiny_elmo_dir, tiny_listener_pipeline, writer_leftovers
 
-from spacy_contextual.formats.archive import ArchiveError, unpack_zip
-from spacy_contextual.formats.bundled import resolve_model_dir
-from spacy_contextual.formats.cache import (
+from spacy_contextual.hub.archive import ArchiveError, unpack_zip
+from spacy_contextual.hub.cache import (
     HOME_ENV,
     OFFLINE_ENV,
     RECORD_NAME,
@@ -41,14 +40,15 @@ from spacy_contextual.formats.cache import (
     model_cache_dir,
     read_record,
 )
-from spacy_contextual.formats.catalog import CATALOG_ENV, get_entry
-from spacy_contextual.formats.fetch import TIMEOUT_ENV, FetchError, fetch, refetch
+from spacy_contextual.hub.catalog import CATALOG_ENV, get_entry
+from spacy_contextual.hub.fetch import TIMEOUT_ENV, FetchError, fetch, refetch
+from spacy_contextual.hub.resolver import resolve_model_dir
 
 pytestmark = pytest.mark.timeout(120)
 SENTENCES = [["The", "bank", "."], ["a", "river", "bank", "of", "the", "river"]]
 FETCH_SCRIPT = (
-    "from spacy_contextual.formats.catalog import get_entry\n"
-    "from spacy_contextual.formats.fetch import fetch\n"
+    "from spacy_contextual.hub.catalog import get_entry\n"
+    "from spacy_contextual.hub.fetch import fetch\n"
     "print(fetch(get_entry({name!r}), progressbar=False))\n"
 )
 
@@ -66,7 +66,7 @@ def use_catalog(tmp_path, monkeypatch, models: dict):
 
 def assert_nothing_partial(home, name):
     assert not model_cache_dir(name).exists()
-    assert not (home / f"{name}.tmp").exists()
+    assert writer_leftovers(home) == []
 
 
 # -- each published layout, by name ---------------------------------------------------------------
@@ -167,7 +167,7 @@ def test_a_cached_file_changed_later_is_refused_and_a_changed_server_file_too(
     data = bytearray(weights.read_bytes())
     data[len(data) // 2] ^= 0xFF
     weights.write_bytes(bytes(data))
-    with pytest.raises(CacheError, match="does not match the SHA-256 recorded.*spacy-contextual download tiny"):
+    with pytest.raises(CacheError, match="does not match its SHA-256 in download.json.*spacy-contextual download tiny"):
         resolve_model_dir("elmo", "tiny")
     server.modes["tiny/weights.hdf5"] = "corrupt"  # the server now sends other bytes than the first time
     with pytest.raises(FetchError, match="wrong SHA-256 .* recorded at the first download"):
@@ -182,7 +182,7 @@ def test_a_damaged_record_is_refused_and_download_replaces_it(tmp_path, monkeypa
     use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
     directory = resolve_model_dir("elmo", "tiny")
     (directory / RECORD_NAME).write_text("{", encoding="utf-8")
-    with pytest.raises(CacheError, match=f"{RECORD_NAME} is damaged .*spacy-contextual download tiny"):
+    with pytest.raises(CacheError, match=f"{RECORD_NAME} (is damaged|is not valid JSON).*download tiny"):
         resolve_model_dir("elmo", "tiny")
     assert refetch(get_entry("tiny"), progressbar=False) == directory
     assert read_record(directory)["files"]["weights.hdf5"]["bytes"] == len(bilm_files["weights.hdf5"])
@@ -285,12 +285,12 @@ def test_a_kill_mid_download_leaves_nothing_that_is_used_and_a_rerun_completes(
     assert 0 < server.sent["tiny/weights.hdf5"] < len(bilm_files["weights.hdf5"])
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-    assert not model_cache_dir("tiny").exists()  # never looks cached: only <name>.tmp is left
+    assert not model_cache_dir("tiny").exists()  # never looks cached: only the working folder is left
     assert read_record(model_cache_dir("tiny")) is None
     server.modes["tiny/weights.hdf5"] = "ok"
     directory = fetch(get_entry("tiny"), progressbar=False)
     assert (directory / "weights.hdf5").read_bytes() == bilm_files["weights.hdf5"]
-    assert not (home / "tiny.tmp").exists()
+    assert writer_leftovers(home) == []  # the killed download's working folder is cleared under the lock
     assert server.requests["tiny/weights.hdf5"] == 2  # the rerun restarted the file from the beginning
 
 
@@ -392,7 +392,7 @@ def test_unsafe_archives_are_refused_before_anything_is_written(tmp_path, archiv
 
 
 def test_an_archive_larger_than_the_free_space_is_refused(tmp_path, monkeypatch):
-    from spacy_contextual.formats import archive as archive_module
+    from spacy_contextual.hub import archive as archive_module
 
     path = tmp_path / "big.zip"
     path.write_bytes(zip_bytes({"model/weights.bin": b"0" * 4096}))

@@ -29,8 +29,9 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from ..errors import ContextualError
+from ..integrity import file_digest
+from ..writer import atomic_directory
 from .archive import unpack_zip
-from .atomic import atomic_directory
 from .cache import (
     DOWNLOAD_COMMAND,
     HOME_ENV,
@@ -48,7 +49,6 @@ from .cache import (
     write_record,
 )
 from .catalog import CatalogEntry, CatalogFile, find_entry
-from .manifest import file_digest
 
 TIMEOUT_ENV = "SPACY_CONTEXTUAL_TIMEOUT"
 DEFAULT_TIMEOUT = 60.0

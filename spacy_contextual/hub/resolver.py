@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ContextualError, quoted
+from ..locations import ASSETS
 from ..text_files import is_dir
 from ..types import PathLike
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
 KINDS = ("elmo", "cove")
 DEFAULT_NAMES = (None, "", "default", "null", "None")
 

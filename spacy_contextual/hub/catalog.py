@@ -164,3 +164,10 @@ def markdown_table(entries) -> str:
         cells = [f"`{entry.name}`", entry.language, entry.size or "-", entry.notes or "-"]
         lines.append("| " + " | ".join([*cells, f"[{source}]({entry.source})", entry.licence, use]) + " |")
     return "\n".join(lines)
+
+
+def use_catalog(catalog: PathLike | None) -> None:
+    """``--catalog FILE`` reaches every loader (and worker process) through the environment variable."""
+    if catalog is not None:
+        read_catalog(catalog)  # a bad file fails here, with its name
+        os.environ[CATALOG_ENV] = str(Path(catalog).expanduser().resolve())

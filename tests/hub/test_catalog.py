@@ -8,7 +8,7 @@ import json
 import pytest
 from util import REPO
 
-from spacy_contextual.formats.catalog import (
+from spacy_contextual.hub.catalog import (
     CATALOG_ENV,
     CATALOG_PATH,
     CatalogError,

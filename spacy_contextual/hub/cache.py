@@ -19,16 +19,15 @@ import os
 from pathlib import Path
 
 from ..errors import ContextualError
+from ..integrity import read_table, table_of, verify_files
 from ..text_files import read_json
 from .catalog import CatalogEntry
-from .manifest import file_digest
 
 HOME_ENV = "SPACY_CONTEXTUAL_HOME"
 OFFLINE_ENV = "SPACY_CONTEXTUAL_OFFLINE"
 RECORD_NAME = "download.json"
 DOWNLOAD_COMMAND = "spacy-contextual download"
 PUBLISHED, TRUSTED, PREFIX = "published", "trust-on-first-use", "prefix"
-_VERIFIED: set[tuple] = set()
 
 
 class CacheError(ContextualError):
@@ -52,62 +51,40 @@ def model_cache_dir(name: str) -> Path:
     return cache_home() / name
 
 
+def refetch_hint(directory: Path) -> str:
+    return f"fetch the model again with: {DOWNLOAD_COMMAND} {directory.name}"
+
+
 def read_record(directory: Path) -> dict | None:
     """The download record of a cached model directory; None when it is not (completely) cached."""
     path = directory / RECORD_NAME
     if not path.is_file():
         return None
-    try:
-        record = read_json(path, f"fetch the model again with: {DOWNLOAD_COMMAND} {directory.name}", CacheError)
-        files, downloads = record["files"], record["downloads"]
-        if not all(isinstance(e.get("bytes"), int) and isinstance(e.get("sha256"), str) for e in files.values()):
-            raise ValueError("every file needs bytes and sha256")
-        if not all(isinstance(e.get("sha256"), str) for e in downloads.values()):
-            raise ValueError("every download needs sha256")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise CacheError(
-            f"{path} is damaged ({error}); fetch the model again with: {DOWNLOAD_COMMAND} {directory.name}"
-        ) from None
+    fix = refetch_hint(directory)
+    record = read_json(path, fix, CacheError)
+    downloads = record.get("downloads") if isinstance(record, dict) else None
+    if not isinstance(downloads, dict) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("sha256"), str) for entry in downloads.values()
+    ):
+        raise CacheError(f"{path} is damaged (every download needs its sha256); {fix}")
+    read_table(record.get("files"), path, CacheError, fix)
     return record
 
 
 def write_record(directory: Path, entry: CatalogEntry, downloads: dict[str, dict]) -> dict:
     """Record ``downloads`` and the size and digest of every file now in ``directory``."""
-    files = {}
-    for path in sorted(p for p in directory.rglob("*") if p.is_file() and p.name != RECORD_NAME):
-        name = path.relative_to(directory).as_posix()
-        files[name] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+    names = sorted(
+        p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() and p.name != RECORD_NAME
+    )
     record = {"name": entry.name, "encoder": entry.encoder, "format": entry.format, "downloads": downloads}
-    record["files"] = files
+    record["files"] = table_of(directory, names)
     (directory / RECORD_NAME).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
 
 
 def verify_cached(directory: Path, record: dict) -> None:
-    """Every recorded file is there with its recorded size and SHA-256 (checked once per process)."""
-    stamps = []
-    for name, expected in record["files"].items():
-        path = directory / name
-        fix = f"fetch it again with: {DOWNLOAD_COMMAND} {directory.name}"
-        if not path.is_file():
-            raise CacheError(f"{path} is missing from the cached model; {fix}")
-        status = path.stat()
-        if status.st_size != expected["bytes"]:
-            raise CacheError(
-                f"{path} has {status.st_size:,} bytes but {expected['bytes']:,} were downloaded: the cached file "
-                f"was truncated or changed; {fix}"
-            )
-        stamps.append((name, status.st_size, status.st_mtime_ns, status.st_ino))
-    key = (str(directory.resolve()), tuple(stamps))
-    if key in _VERIFIED:
-        return
-    for name, expected in record["files"].items():
-        if file_digest(directory / name) != expected["sha256"]:
-            raise CacheError(
-                f"{directory / name} does not match the SHA-256 recorded when it was downloaded: the cached file is "
-                f"damaged or was changed; fetch it again with: {DOWNLOAD_COMMAND} {directory.name}"
-            )
-    _VERIFIED.add(key)
+    """Every recorded file is there, inside the folder, with its recorded size and SHA-256."""
+    verify_files(directory, record["files"], directory / RECORD_NAME, CacheError, refetch_hint(directory))
 
 
 def hash_status(entry: CatalogEntry, record: dict | None) -> str:

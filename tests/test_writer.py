@@ -17,15 +17,16 @@ from pathlib import Path
 import pytest
 import torch
 from typer.testing import CliRunner
-from util import GOOD_SENSE, assert_one_line_error, cli, sense_file, sentences_file, tiny_bilm
+from util import GOOD_SENSE, assert_one_line_error, cli, sense_file, sentences_file, tiny_bilm, writer_leftovers
 
+from spacy_contextual import writer
 from spacy_contextual.cli import app
 from spacy_contextual.errors import ContextualError, ModelDirError
-from spacy_contextual.formats import atomic, model_dir
-from spacy_contextual.formats.atomic import ALLOW_PACKAGE_WRITE_ENV, atomic_file
+from spacy_contextual.formats import model_dir
 from spacy_contextual.formats.bilm_dir import load_bilm, save_bilm
-from spacy_contextual.formats.bundled import bundled_model_dir
 from spacy_contextual.formats.model_dir import load_tensors
+from spacy_contextual.hub.resolver import bundled_model_dir
+from spacy_contextual.writer import ALLOW_PACKAGE_WRITE_ENV, atomic_file
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -44,7 +45,7 @@ def test_a_save_that_fails_midway_leaves_the_previous_directory(noskip_dir, tmp_
     monkeypatch.setattr(model_dir, "save_file", killed_while_writing)
     with pytest.raises(KeyboardInterrupt):
         save_bilm(load_bilm(noskip_dir), target)
-    assert calls and not (tmp_path / "model.tmp").exists()
+    assert calls and writer_leftovers(tmp_path) == []
     after = load_tensors(target)
     assert all(torch.equal(before[k], after[k]) for k in before)
     load_bilm(target)  # manifest and all
@@ -52,11 +53,11 @@ def test_a_save_that_fails_midway_leaves_the_previous_directory(noskip_dir, tmp_
 
 def test_a_kill_between_the_two_renames_is_named_by_the_reader(noskip_dir, tmp_path, monkeypatch):
     target = Path(shutil.copytree(noskip_dir, tmp_path / "model"))
-    monkeypatch.setattr(atomic, "_exchange", lambda first, second: False)  # no renameat2: two renames
+    monkeypatch.setattr(writer, "_exchange", lambda first, second: False)  # no renameat2: two renames
     real_rename = Path.rename
 
     def killed_after_the_first(self, destination):
-        if str(self).endswith(".tmp"):
+        if str(self).endswith(writer.MARK + "new"):
             raise KeyboardInterrupt("killed between the renames")
         return real_rename(self, destination)
 
@@ -64,10 +65,11 @@ def test_a_kill_between_the_two_renames_is_named_by_the_reader(noskip_dir, tmp_p
     with pytest.raises(KeyboardInterrupt):
         save_bilm(load_bilm(noskip_dir), target)
     monkeypatch.undo()
-    assert not target.exists() and (tmp_path / "model.old").is_dir()
-    with pytest.raises(ModelDirError, match=r"model.old is there: a save was interrupted; rename"):
+    (previous,) = writer.interrupted_versions(target, ("old",))
+    assert not target.exists() and previous.is_dir()
+    with pytest.raises(ModelDirError, match=rf"{previous.name} is there: a save was interrupted; rename"):
         load_bilm(target)
-    load_bilm(tmp_path / "model.old")  # the previous version, complete
+    load_bilm(previous)  # the previous version, complete
 
 
 def test_saving_over_a_folder_of_other_files_is_refused_and_notes_beside_a_model_are_kept(noskip_dir, tmp_path):
@@ -106,7 +108,7 @@ def invoke(*args):
 
 
 def leftovers(root):
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith((".tmp", ".old")))
+    return writer_leftovers(root)
 
 
 def same_weights(a, b):
@@ -182,7 +184,7 @@ def test_export_on_a_full_disk_is_one_line(tmp_path, tiny_model_dir, monkeypatch
 def test_a_fifo_is_never_replaced(tmp_path, tiny_model_dir):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(ContextualError, match="device or other special file"):
+    with pytest.raises(ContextualError, match="device, FIFO or other special file"):
         with atomic_file(fifo) as tmp:
             tmp.write_text("x")
     text = tmp_path / "in.txt"
@@ -212,7 +214,7 @@ def test_the_bundled_models_are_not_overwritten_by_accident(tmp_path, tiny_model
     assert result.exit_code == 1 and ALLOW_PACKAGE_WRITE_ENV in result.stderr
     assert (bundled / "manifest.json").read_bytes() == before and leftovers(bundled.parent) == []
     fake_assets = tmp_path / "assets"  # asked for explicitly: allowed (on a stand-in for the assets)
-    monkeypatch.setattr(atomic, "ASSETS", fake_assets)
+    monkeypatch.setattr(writer, "ASSETS", fake_assets)
     monkeypatch.setenv(ALLOW_PACKAGE_WRITE_ENV, "1")
     save_bilm(tiny_bilm(), fake_assets / "elmo")
     assert load_bilm(fake_assets / "elmo").config.n_layers == tiny_bilm().config.n_layers

@@ -1,0 +1,294 @@
+"""The one guarded writer: every file and folder the package writes goes through ``atomic_file`` or
+``atomic_directory``, which keep these promises.
+
+* Nothing the command reads is overwritten: ``reads`` names its inputs, model files and vocabularies,
+  and an output that is one of them (by device and inode, so not through a link either) or lies inside
+  one of those folders is refused before any work.
+* Nothing of the user's beside the output is touched: the work happens under the writer's own names,
+  ``.<name>.<random>.spacy-contextual-new`` (and ``-old`` for the previous version while it is swapped
+  out), which no user file can collide with; nothing else in the folder is renamed or deleted.
+* The package's own ``assets/`` (the bundled models) are never written, unless
+  ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1`` asks for it.
+* A device, FIFO or socket is never written to or replaced; a symlinked output keeps its link (the new
+  version lands where it points).
+* The write is atomic: the new content is complete and fsynced before it takes the output's place in one
+  step (Linux ``renameat2(RENAME_EXCHANGE)`` for folders, ``rename`` for files), so nothing is truncated
+  first, and every failure (an exception, a full disk, a signal) removes the writer's own temporary.
+  Where the exchange is unavailable the old folder is renamed aside first; a kill between the two renames
+  leaves both versions, complete, under the marked names that ``interrupted_versions`` finds.
+* New files get the permissions the umask gives (0644 under 0022), like any file the user creates.
+* Names taken from data (``child``) never leave the output folder.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import secrets
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+from .errors import ContextualError, quoted
+from .locations import ASSETS
+from .types import PathLike
+
+ALLOW_PACKAGE_WRITE_ENV = "SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE"
+MARK = ".spacy-contextual-"  # every working name the writer makes ends in MARK + "new" or MARK + "old"
+
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+_LIBC = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
+_RENAMEAT2 = getattr(_LIBC, "renameat2", None)
+
+
+class OutputError(ContextualError):
+    """An output path that the writer refuses: it is read by the command, special, or protected."""
+
+
+def working_name(target: Path, kind: str) -> Path:
+    """A fresh, unguessable name beside ``target`` for the writer's own use (``kind``: new or old)."""
+    return target.with_name(f".{target.name}.{secrets.token_hex(6)}{MARK}{kind}")
+
+
+def interrupted_versions(target: PathLike, kinds: tuple[str, ...] = ("old", "new")) -> list[Path]:
+    """The previous (``old``) and new (``new``) versions that a write of ``target`` killed between its
+    two renames left beside it, old ones first."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    endings = tuple(MARK + kind for kind in kinds)
+    found = [path for path in target.parent.glob(f".{target.name}.*{MARK}*") if path.name.endswith(endings)]
+    return sorted(found, key=lambda path: (not path.name.endswith("old"), path.name))
+
+
+def fsync_tree(directory: Path) -> None:
+    """Flush every file below ``directory``, then the directories themselves, to the disk."""
+    for root, _, files in os.walk(directory):
+        for name in files:
+            fsync_file(Path(root) / name)
+        fsync_directory(Path(root))
+
+
+def fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def fsync_directory(path: Path) -> None:
+    if os.name != "posix":  # directories cannot be opened for fsync elsewhere
+        return
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def current_umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: Path, directory: bool) -> None:
+    """Give a file (0666) or folder (0777) that ``tempfile`` made private the mode the umask gives."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    if _RENAMEAT2 is None:
+        return False
+    return _RENAMEAT2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE) == 0
+
+
+def replace_directory(new: Path, target: Path) -> None:
+    """Put the complete directory ``new`` in place of ``target`` (which may not exist)."""
+    if not target.exists():
+        new.rename(target)
+    elif _exchange(new, target):
+        shutil.rmtree(new)  # now holds the previous version
+    else:
+        old = working_name(target, "old")
+        target.rename(old)
+        new.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    fsync_directory(target.parent)
+
+
+def _is_special(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def output_target(path: PathLike) -> Path:
+    """Where writing ``path`` lands (a symlink followed, so the link is kept), once it is known not to
+    be inside the package's assets (without ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1``)."""
+    target = Path(os.path.realpath(path))
+    if target.is_relative_to(ASSETS.resolve()) and os.environ.get(ALLOW_PACKAGE_WRITE_ENV) != "1":
+        raise OutputError(
+            f"{path} is inside the installed package's bundled models ({ASSETS}); write somewhere else, or set "
+            f"{ALLOW_PACKAGE_WRITE_ENV}=1 to replace them on purpose"
+        )
+    return target
+
+
+def check_not_special(target: Path) -> None:
+    """A device, FIFO or socket at ``target`` is never written to or replaced."""
+    if _is_special(target):
+        raise OutputError(
+            f"cannot write {target}: it is a device, FIFO or other special file, not a regular file; give a file name"
+        )
+
+
+def check_not_read(path: PathLike, reads: Iterable[PathLike | None]) -> None:
+    """``path`` is none of the files the command reads, nor inside a folder it reads."""
+    target = Path(path)
+    for kept in (Path(item) for item in reads if item is not None and str(item) != ""):
+        if _same_or_inside(target, kept) or _same_or_inside(kept, target):
+            what = kept if kept.is_file() else f"a file of {kept}"
+            if _same_or_inside(kept, target) and not _same_or_inside(target, kept):
+                what = f"a folder holding {kept}"
+            raise OutputError(f"cannot write {target}: it is {what}, which this command reads; give another output")
+
+
+def check_output_dir(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Path:
+    """Fail now if ``path`` cannot become an output folder: a file or device is there, it is (or holds)
+    something the command reads, or it is inside the package's bundled models."""
+    target = output_target(path)
+    if target.exists() and not target.is_dir():
+        kind = "a file" if target.is_file() else "a device or other special file"
+        raise OutputError(f"{path} is {kind}, not a directory; give a directory to write to")
+    check_not_read(target, reads)
+    return target
+
+
+def check_can_write(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Path:
+    """Fail now, before any work, if the file ``path`` cannot be written: it is a directory, a device or
+    other special file, something the command reads (``reads``), inside the bundled models, its folder is
+    missing, or a file cannot be created there (tried, so a read-only mount counts too)."""
+    target = Path(path)
+    if target.is_dir():
+        raise OutputError(f"cannot write {target}: it is a directory; give a file name")
+    check_not_special(target)
+    check_not_read(target, reads)
+    output_target(target)
+    folder = target.parent
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {target}: the folder {folder} does not exist; create it first")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise OutputError(f"cannot write to {folder} ({error.strerror}); choose a folder you can write to") from None
+    return target
+
+
+@contextmanager
+def atomic_directory(
+    path: PathLike,
+    may_replace: Callable[[Path], bool] | None = None,
+    reads: Iterable[PathLike | None] = (),
+) -> Iterator[Path]:
+    """Yields an empty working folder to fill; on success it takes the place of ``path`` in one step.
+    ``may_replace(existing)`` says whether an existing ``path`` may be replaced (default: only an empty
+    directory), so user files are never deleted."""
+    target = check_output_dir(path, reads)
+    if target.is_dir() and any(target.iterdir()) and not (may_replace and may_replace(target)):
+        raise OutputError(
+            f"{target} already holds other files; give a new or empty directory (it is replaced as a whole)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=MARK + "new", dir=target.parent))
+    apply_umask(tmp, directory=True)
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        replace_directory(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextmanager
+def atomic_file(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Iterator[Path]:
+    """Yields a working file name beside ``path`` to write; on success it is fsynced and renamed over
+    ``path``. ``reads``: what the command reads, which ``path`` may not be."""
+    target = output_target(path)
+    check_not_special(target)
+    check_not_read(target, reads)
+    if target.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory; give a file name")
+    descriptor, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=MARK + "new", dir=target.parent)
+    os.close(descriptor)
+    tmp = Path(name)
+    apply_umask(tmp, directory=False)
+    try:
+        yield tmp
+        fsync_file(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_directory(target.parent)
+
+
+def child(folder: PathLike, name: str, what: str = "a name in the data") -> Path:
+    """``folder / name`` for a ``name`` taken from data: one plain file name, never a path that leaves
+    ``folder`` (no separator, no ``..``, not absolute, not hidden)."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts if isinstance(name, str) else ()
+    if len(parts) != 1 or parts[0] in (".", "..") or parts[0].startswith(".") or "\x00" in name:
+        raise OutputError(
+            f"{what} is {quoted(name)}, which is not a plain file name; output names taken from data must stay "
+            f"inside {folder}: fix the data"
+        )
+    return Path(folder) / parts[0]
+
+
+def disk_full_message(error: OSError, path: PathLike) -> str | None:
+    """One line for a write that failed for want of space or a size limit (ENOSPC, EFBIG, EDQUOT, EIO)."""
+    reasons = {
+        errno.ENOSPC: "the disk is full",
+        errno.EFBIG: "the file is larger than this system allows (a file-size limit, e.g. ulimit -f)",
+        errno.EDQUOT: "the disk quota is used up",
+        errno.EIO: "an input/output error on the disk",
+    }
+    reason = reasons.get(error.errno)
+    if reason is None:
+        return None
+    return f"could not write {path}: {reason}; nothing was left half-written: free space or choose another place"
+
+
+def _same_or_inside(target: Path, kept: Path) -> bool:
+    """``target`` is the file ``kept`` or a file of the folder ``kept`` (by inode), or a path inside it."""
+    try:
+        if kept.is_dir() and target.resolve().is_relative_to(kept.resolve()):
+            return True
+        if not target.exists() or not kept.exists():
+            return False
+        inode = _inode(target)
+        if kept.is_dir():
+            files = (Path(root) / name for root, _, names in os.walk(kept) for name in names)
+        else:
+            files = iter([kept])
+        return any(_inode(file) == inode for file in files if file.exists())
+    except OSError:
+        return False
+
+
+def _inode(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_dev, status.st_ino
