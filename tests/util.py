@@ -3,11 +3,13 @@ listener pipeline, and the tiny models the dashboard tests serve."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -417,3 +419,33 @@ def writer_leftovers(root: Path) -> list[str]:
     from spacy_contextual.writer import MARK
 
     return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*") if MARK in p.name)
+
+
+def write_slice(source: Path, target: Path, n: int) -> Path:
+    with gzip.open(source, "rt", encoding="utf-8") as lines:
+        target.write_text("".join(islice(lines, n)), encoding="utf-8")
+    return target
+
+
+def tiny_pretrain_config(corpus, output_dir, **training):
+    from spacy_contextual.training.config import PretrainConfig
+
+    train, valid = corpus
+    settings = dict(
+        output_dir=str(output_dir), max_steps=12, warmup_steps=2, lr=0.01, validate_minutes=1e6, checkpoint_minutes=1e6
+    )
+    settings.update(training)
+    return PretrainConfig.from_dict(
+        {
+            "model": tiny_config().to_dict(),
+            "softmax": {"cutoffs": [50, 200], "div_value": 2.0},
+            "data": {
+                "train": [str(train)],
+                "valid": str(valid),
+                "batch_tokens": 300,
+                "chunk_sentences": 200,
+                "min_count": 2,
+            },
+            "training": settings,
+        }
+    )

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from test_training import corpus, tiny_pretrain_config  # noqa: F401  (the tiny corpus fixture)
 from typer.testing import CliRunner
+from util import tiny_pretrain_config, writer_leftovers
 
 from spacy_contextual import writer
 from spacy_contextual.cli import app

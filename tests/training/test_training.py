@@ -4,7 +4,6 @@ sentences of the shared LM corpus."""
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
 import os
@@ -21,7 +20,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
-from util import DATA, FIXTURES, REPO, free_port, tiny_config
+from util import FIXTURES, REPO, free_port, tiny_config, tiny_pretrain_config
 
 from spacy_contextual.cli import app
 from spacy_contextual.formats.bilm_dir import load_bilm
@@ -35,44 +34,6 @@ from spacy_contextual.training.finetune import finetune
 from spacy_contextual.training.lm import BidirectionalLM, SoftmaxConfig
 from spacy_contextual.training.trainer import pretrain
 from spacy_contextual.training.vocab import LMVocabulary
-
-CORPUS = DATA / "lm_corpus"
-
-
-def write_slice(source: Path, target: Path, n: int) -> Path:
-    with gzip.open(source, "rt", encoding="utf-8") as lines:
-        target.write_text("".join(islice(lines, n)), encoding="utf-8")
-    return target
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("corpus")
-    return write_slice(CORPUS / "train.txt.gz", root / "train.txt", 400), write_slice(
-        CORPUS / "valid.txt.gz", root / "valid.txt", 60
-    )
-
-
-def tiny_pretrain_config(corpus, output_dir, **training) -> PretrainConfig:
-    train, valid = corpus
-    settings = dict(
-        output_dir=str(output_dir), max_steps=12, warmup_steps=2, lr=0.01, validate_minutes=1e6, checkpoint_minutes=1e6
-    )
-    settings.update(training)
-    return PretrainConfig.from_dict(
-        {
-            "model": tiny_config().to_dict(),
-            "softmax": {"cutoffs": [50, 200], "div_value": 2.0},
-            "data": {
-                "train": [str(train)],
-                "valid": str(valid),
-                "batch_tokens": 300,
-                "chunk_sentences": 200,
-                "min_count": 2,
-            },
-            "training": settings,
-        }
-    )
 
 
 def quiet(message: str) -> None:
