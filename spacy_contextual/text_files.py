@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from .errors import ContextualError
 from .types import PathLike
+from .writer import note_read
 
 GZIP_MAGIC = b"\x1f\x8b"
 BYTE_ORDER_MARK = "\ufeff"
@@ -49,6 +50,7 @@ def open_binary(path: PathLike) -> IO[bytes]:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a directory; give a text file")
+    note_read(path)
     handle = path.open("rb")
     if handle.peek(2)[:2] != GZIP_MAGIC:
         return handle

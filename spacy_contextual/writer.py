@@ -3,7 +3,9 @@
 
 * Nothing the command reads is overwritten: ``reads`` names its inputs, model files and vocabularies,
   and an output that is one of them (by device and inode, so not through a link either) or lies inside
-  one of those folders is refused before any work.
+  one of those folders is refused before any work. Inside ``command_reads()`` (the command line opens
+  it around every command) the resolver and the text readers add what they open (``note_read``), so a
+  write that comes later in the command is checked against them too.
 * Nothing of the user's beside the output is touched: the work happens under the writer's own names,
   ``.<name>.<random>.spacy-contextual-new`` (and ``-old`` for the previous version while it is swapped
   out), which no user file can collide with; nothing else in the folder is renamed or deleted.
@@ -47,6 +49,27 @@ _RENAMEAT2 = getattr(_LIBC, "renameat2", None)
 
 class OutputError(ContextualError):
     """An output path that the writer refuses: it is read by the command, special, or protected."""
+
+
+_COMMAND_READS: list[Path] | None = None  # what the running command reads; None outside a command
+
+
+@contextmanager
+def command_reads(paths: Iterable[PathLike | None] = ()) -> Iterator[None]:
+    """While the block runs, every write is checked against ``paths`` and whatever ``note_read`` adds."""
+    global _COMMAND_READS
+    previous = _COMMAND_READS
+    _COMMAND_READS = [Path(path) for path in paths if path is not None and str(path) not in ("", "-")]
+    try:
+        yield
+    finally:
+        _COMMAND_READS = previous
+
+
+def note_read(path: PathLike) -> None:
+    """Record that the running command reads ``path`` (a file or a model folder); no-op outside a command."""
+    if _COMMAND_READS is not None and str(path) not in ("", "-"):
+        _COMMAND_READS.append(Path(path))
 
 
 def working_name(target: Path, kind: str) -> Path:
@@ -157,7 +180,7 @@ def check_not_special(target: Path) -> None:
 def check_not_read(path: PathLike, reads: Iterable[PathLike | None]) -> None:
     """``path`` is none of the files the command reads, nor inside a folder it reads."""
     target = Path(path)
-    for kept in (Path(item) for item in reads if item is not None and str(item) != ""):
+    for kept in (Path(item) for item in [*reads, *(_COMMAND_READS or ())] if item is not None and str(item) != ""):
         if _same_or_inside(target, kept) or _same_or_inside(kept, target):
             what = kept if kept.is_file() else f"a file of {kept}"
             if _same_or_inside(kept, target) and not _same_or_inside(target, kept):
@@ -176,16 +199,23 @@ def check_output_dir(path: PathLike, reads: Iterable[PathLike | None] = ()) -> P
     return target
 
 
-def check_can_write(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Path:
-    """Fail now, before any work, if the file ``path`` cannot be written: it is a directory, a device or
-    other special file, something the command reads (``reads``), inside the bundled models, its folder is
-    missing, or a file cannot be created there (tried, so a read-only mount counts too)."""
+def check_output_file(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Path:
+    """Fail now if the file ``path`` may not be written: it is a directory, a device or other special
+    file, something the command reads, or inside the package's bundled models."""
     target = Path(path)
     if target.is_dir():
         raise OutputError(f"cannot write {target}: it is a directory; give a file name")
     check_not_special(target)
     check_not_read(target, reads)
-    output_target(target)
+    return output_target(target)
+
+
+def check_can_write(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Path:
+    """Fail now, before any work, if the file ``path`` cannot be written: it is a directory, a device or
+    other special file, something the command reads (``reads``), inside the bundled models, its folder is
+    missing, or a file cannot be created there (tried, so a read-only mount counts too)."""
+    target = Path(path)
+    check_output_file(target, reads)
     folder = target.parent
     if not folder.is_dir():
         raise OutputError(f"cannot write {target}: the folder {folder} does not exist; create it first")

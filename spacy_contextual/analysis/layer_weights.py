@@ -21,6 +21,7 @@ from ..errors import quoted
 from ..layers.layer_mix import layer_weights
 from ..locations import ASSETS
 from ..text_files import is_dir, read_json
+from ..writer import atomic_file
 from .occurrences import InputError
 from .palette import CATEGORY_COLORS
 
@@ -107,7 +108,8 @@ def write_mixes_json(pipeline: str | Path, out: str | Path, about: dict) -> dict
     }
     document = {"about": about, "scores": scores, "mixes": mixes.to_dict(orient="records")}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    with atomic_file(out, reads=[pipeline]) as temporary:
+        temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return document
 
 

@@ -30,6 +30,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import ContextualError
+from .params import GuardedCommand
 
 DEBUG_ENV = "SPACY_CONTEXTUAL_DEBUG"
 EXPECTED_ERRORS = (ContextualError, OSError, typer.BadParameter)
@@ -131,7 +132,14 @@ class CommandGroup(TyperGroup):
             raise typer.Exit(128 + getattr(interrupt, "signum", signal.SIGINT)) from None
 
 
-app = typer.Typer(
+class App(typer.Typer):
+    """The typer app whose commands are all ``GuardedCommand`` (their outputs checked by the one writer)."""
+
+    def command(self, name: str | None = None, *, cls=None, **kwargs):
+        return super().command(name, cls=cls or GuardedCommand, **kwargs)
+
+
+app = App(
     name="spacy-contextual",
     cls=CommandGroup,
     help="ELMo and CoVe contextual word vectors for spaCy: embed, train, translate, probe.",

@@ -17,13 +17,19 @@ from pathlib import Path
 import typer
 
 from ..text_files import InputFileError, read_jsonl
+from ..writer import atomic_file, child
+from . import params
 from ._app import app
 
 
 @app.command("convert-sentiment")
 def convert_sentiment(
-    input_path: Path = typer.Argument(..., help="movie_reviews.jsonl(.gz): id, text, label, split per line"),
-    output_dir: Path = typer.Argument(..., help="writes train.spacy, dev.spacy, test.spacy here"),
+    input_path: Path = typer.Argument(
+        ..., parser=params.InputFile(), help="movie_reviews.jsonl(.gz): id, text, label, split per line"
+    ),
+    output_dir: Path = typer.Argument(
+        ..., parser=params.OutputDir(), help="writes <split>.spacy here (train, dev, test)"
+    ),
     lang: str = typer.Option("en", help="language of the tokenizer"),
     limit: int | None = typer.Option(None, help="at most this many records per split (for smoke tests)"),
 ) -> None:
@@ -33,6 +39,7 @@ def convert_sentiment(
     from tqdm import tqdm
 
     records = list(_read_jsonl(input_path))
+    targets = {record["split"]: child(output_dir, f"{record['split']}.spacy", "a split name") for record in records}
     labels = sorted({record["label"] for record in records})
     if len(labels) < 2:
         raise typer.BadParameter(f"{input_path} has only the label(s) {labels}; exclusive classes need two or more")
@@ -49,14 +56,19 @@ def convert_sentiment(
         counts[split] = counts.get(split, 0) + 1
     output_dir.mkdir(parents=True, exist_ok=True)
     for split, doc_bin in splits.items():
-        doc_bin.to_disk(output_dir / f"{split}.spacy")
-        typer.echo(f"{output_dir / f'{split}.spacy'}: {counts[split]} docs, labels {labels}")
+        with atomic_file(targets[split]) as temporary:
+            doc_bin.to_disk(temporary)
+        typer.echo(f"{targets[split]}: {counts[split]} docs, labels {labels}")
 
 
 @app.command("convert-text")
 def convert_text(
-    input_path: Path = typer.Argument(..., help="a .spacy file (DocBin), e.g. a task's training corpus"),
-    output_path: Path = typer.Argument(..., help="text file, one tokenised sentence per line (.gz is compressed)"),
+    input_path: Path = typer.Argument(
+        ..., parser=params.InputFile(), help="a .spacy file (DocBin), e.g. a task's training corpus"
+    ),
+    output_path: Path = typer.Argument(
+        ..., parser=params.OutputFile(), help="text file, one tokenised sentence per line (.gz is compressed)"
+    ),
     lang: str = typer.Option("en", help="language of the vocabulary the docs are read with"),
 ) -> None:
     """Write a .spacy corpus as LM text for finetune-elmo: one line per sentence (per doc when the docs
@@ -71,7 +83,7 @@ def convert_text(
     opener = gzip.open if output_path.suffix == ".gz" else open
     sentences = tokens = 0
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    with opener(output_path, "wt", encoding="utf-8") as out:
+    with atomic_file(output_path) as temporary, opener(temporary, "wt", encoding="utf-8") as out:
         for doc in tqdm(docs, desc="convert", unit="doc"):
             for span in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
                 words = [token.text for token in span if not token.is_space]
@@ -79,8 +91,8 @@ def convert_text(
                     out.write(" ".join(words) + "\n")
                     sentences += 1
                     tokens += len(words)
-    if not sentences:
-        raise typer.BadParameter(f"{input_path} holds no tokens; is it the right corpus?")
+        if not sentences:  # inside the block: nothing is written, the output is left as it was
+            raise typer.BadParameter(f"{input_path} holds no tokens; is it the right corpus?")
     typer.echo(f"{output_path}: {sentences} sentences, {tokens} tokens")
 
 

@@ -8,15 +8,18 @@ from pathlib import Path
 
 import typer
 
+from . import params
 from ._app import PRECISION_HELP, app
 
 
 @app.command("train-glove")
 def train_glove_command(
     corpus: list[Path] = typer.Argument(
-        ..., exists=True, dir_okay=False, help="Text files (.gz ok), one sentence per line"
+        ..., parser=params.InputFile(), help="Text files (.gz ok), one sentence per line"
     ),
-    output: Path = typer.Option(..., "--output", "-o", help="GloVe text file to write (.gz ok)"),
+    output: Path = typer.Option(
+        ..., "--output", "-o", parser=params.OutputFile(), help="GloVe text file to write (.gz ok)"
+    ),
     dim: int = typer.Option(300, "--dim", min=1),
     window: int = typer.Option(10, "--window", min=1),
     min_count: int = typer.Option(5, "--min-count", min=1),
@@ -46,10 +49,12 @@ def train_glove_command(
 def train_cove_command(
     ctx: typer.Context,
     config_path: Path = typer.Argument(
-        ..., exists=True, dir_okay=False, help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"
+        ..., parser=params.InputFile(), help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"
     ),
     output: Path = typer.Argument(
-        ..., help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json"
+        ...,
+        parser=params.OutputDir(),
+        help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json",
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/last"),
     overwrite: bool = typer.Option(
@@ -80,11 +85,15 @@ def train_cove_command(
 
 @app.command("translate")
 def translate_command(
-    input_file: Path = typer.Argument(..., help="One raw English sentence per line; '-' reads stdin"),
+    input_file: Path = typer.Argument(
+        ..., parser=params.InputFile(stdin=True), help="One raw English sentence per line; '-' reads stdin"
+    ),
     model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write German here instead of stdout"),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", parser=params.OutputFile(), help="Write German here instead of stdout"
+    ),
     max_length: int = typer.Option(100, "--max-length", min=1),
     replace_unk: bool = typer.Option(
         True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"
@@ -117,9 +126,9 @@ def translate_command(
 
 @app.command("bleu")
 def bleu_command(
-    source: Path = typer.Argument(..., exists=True, dir_okay=False, help="Raw English, one sentence per line (.gz ok)"),
+    source: Path = typer.Argument(..., parser=params.InputFile(), help="Raw English, one sentence per line (.gz ok)"),
     reference: Path = typer.Argument(
-        ..., exists=True, dir_okay=False, help="Raw German references, line-aligned (.gz ok)"
+        ..., parser=params.InputFile(), help="Raw German references, line-aligned (.gz ok)"
     ),
     model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1),
@@ -138,8 +147,8 @@ def bleu_command(
 
 @app.command("export-cove")
 def export_cove_command(
-    mt_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="A cove-mt model directory"),
-    out_dir: Path = typer.Argument(..., help="Where to write the cove-encoder directory"),
+    mt_dir: Path = typer.Argument(..., parser=params.InputDir(), help="A cove-mt model directory"),
+    out_dir: Path = typer.Argument(..., parser=params.OutputDir(), help="Where to write the cove-encoder directory"),
     precision: str = typer.Option("float16", "--precision", help="float32, float16 or int8 (row-wise scaled matrices)"),
 ) -> None:
     """Truncate the MT model to its frozen encoder: MT-LSTM + source vocabulary + GloVe rows."""
@@ -151,10 +160,10 @@ def export_cove_command(
 
 @app.command("package-cove")
 def package_cove_command(
-    mt_dir: Path = typer.Argument(
-        ..., exists=True, file_okay=False, help="A cove-mt model directory (e.g. a run's best/)"
+    mt_dir: Path = typer.Argument(..., parser=params.InputDir(), help="A cove-mt model directory (e.g. a run's best/)"),
+    out_dir: Path = typer.Argument(
+        ..., parser=params.OutputDir(), help="Where to write the repacked cove-mt directory"
     ),
-    out_dir: Path = typer.Argument(..., help="Where to write the repacked cove-mt directory"),
     precision: str = typer.Option("float16", "--precision", help="float32, float16 or int8 (row-wise scaled matrices)"),
 ) -> None:
     """Re-save a whole MT model at a smaller storage precision (how the bundled default is made)."""

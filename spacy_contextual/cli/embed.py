@@ -22,6 +22,7 @@ from typing import Annotated
 
 import typer
 
+from . import params
 from ._app import PRECISION_HELP, app, say_on_interrupt
 from .launch import launch_local
 
@@ -31,13 +32,17 @@ MAX_PROCESSES = 64
 InputFile = Annotated[
     Path,
     typer.Argument(
-        exists=True, dir_okay=False, metavar="INPUT", help="One whitespace-tokenised sentence per line, UTF-8 (.gz ok)"
+        parser=params.InputFile(),
+        metavar="INPUT",
+        help="One whitespace-tokenised sentence per line, UTF-8 (.gz ok)",
     ),
 ]
 OutputFile = Annotated[
     Path,
     typer.Argument(
-        metavar="OUTPUT", help="HDF5 file to write; its parts go to OUTPUT.parts/ beside it while the run goes on"
+        parser=params.OutputFile(),
+        metavar="OUTPUT",
+        help="HDF5 file to write; its parts go to OUTPUT.parts/ beside it while the run goes on",
     ),
 ]
 AllLayers = Annotated[bool, typer.Option("--all", help="Store all layers: (n_layers, n, width) per sentence")]
@@ -102,8 +107,8 @@ def elmo_command(
     all_layers: AllLayers = False,
     top: TopLayer = False,
     average: AverageLayers = False,
-    options_file: Annotated[Path | None, typer.Option("--options-file", exists=True, dir_okay=False)] = None,
-    weight_file: Annotated[Path | None, typer.Option("--weight-file", exists=True, dir_okay=False)] = None,
+    options_file: Annotated[Path | None, typer.Option("--options-file", parser=params.InputFile())] = None,
+    weight_file: Annotated[Path | None, typer.Option("--weight-file", parser=params.InputFile())] = None,
     model: Model = None,
     batch_size: BatchSize = 64,
     stateful: Annotated[

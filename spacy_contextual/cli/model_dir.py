@@ -12,12 +12,13 @@ from pathlib import Path
 
 import typer
 
+from . import params
 from ._app import app
 
 
 @app.command("write-manifest")
 def write_manifest_command(
-    model_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="An ELMo or CoVe model directory"),
+    model_dir: Path = typer.Argument(..., parser=params.InPlaceDir(), help="An ELMo or CoVe model directory"),
 ) -> None:
     """Check MODEL_DIR's config.json and record the size and SHA-256 of its files in manifest.json."""
     from ..formats.model_dir import write_model_manifest
@@ -29,18 +30,17 @@ def write_manifest_command(
 @app.command("convert-model")
 def convert_model_command(
     model_dir: Path = typer.Argument(
-        ..., exists=True, file_okay=False, help="An ELMo model directory: ELMoForManyLangs, bilm-tf or ours"
+        ..., parser=params.InputDir(), help="An ELMo model directory: ELMoForManyLangs, bilm-tf or ours"
     ),
-    output_dir: Path = typer.Argument(..., help="The new model directory (config.json + model.safetensors)"),
+    output_dir: Path = typer.Argument(
+        ..., parser=params.OutputDir(), help="The new model directory (config.json + model.safetensors)"
+    ),
 ) -> None:
     """Convert an ELMo model (an unpacked ELMoForManyLangs archive, a bilm-tf options.json + weights.hdf5
     directory) into our model directory: safetensors + JSON + text, so later loads read no pickle or HDF5.
     The outputs stay the same (float32)."""
-    from ..errors import ContextualError
     from ..formats.bilm_dir import save_bilm
     from ..formats.detect import load_elmo
 
-    if output_dir.resolve() == model_dir.resolve():
-        raise ContextualError(f"{output_dir} is the model being converted; give a new directory")
     path = save_bilm(load_elmo(model_dir), output_dir)
     typer.echo(f"wrote {path}")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from . import params
 from ._app import PRECISION_HELP, app, say_on_interrupt
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
@@ -48,7 +49,7 @@ def _print_perplexity(label: str, scores: dict) -> None:
 @app.command("pretrain-elmo", context_settings=EXTRA_ARGS)
 def pretrain_command(
     ctx: typer.Context,
-    config_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Pretraining config (JSON)"),
+    config_path: Path = typer.Argument(..., parser=params.InputFile(), help="Pretraining config (JSON)"),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ) -> None:
@@ -71,13 +72,15 @@ def finetune_command(
         ..., help="Our model directory, 'default', a bilm-tf weights.hdf5, or a name from `spacy-contextual models`"
     ),
     config_path: Path = typer.Argument(
-        ..., exists=True, dir_okay=False, help="Config (JSON); its model section is ignored (the model brings its own)"
+        ...,
+        parser=params.InputFile(),
+        help="Config (JSON); its model section is ignored (the model brings its own)",
     ),
     options_file: Path | None = typer.Option(
-        None, "--options-file", exists=True, dir_okay=False, help="options.json of a bilm-tf model"
+        None, "--options-file", parser=params.InputFile(), help="options.json of a bilm-tf model"
     ),
     heldout: Path | None = typer.Option(
-        None, "--heldout", exists=True, dir_okay=False, help="Held-out text of the domain (default data.valid)"
+        None, "--heldout", parser=params.InputFile(), help="Held-out text of the domain (default data.valid)"
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
@@ -106,8 +109,8 @@ def finetune_command(
 
 @app.command("export-elmo")
 def export_command(
-    model_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Model dir or training output dir"),
-    output_dir: Path = typer.Argument(..., help="Where to write the export"),
+    model_dir: Path = typer.Argument(..., parser=params.InputDir(), help="Model dir or training output dir"),
+    output_dir: Path = typer.Argument(..., parser=params.OutputDir(), help="Where to write the export"),
     fp16: bool = typer.Option(False, "--fp16", help="Store our safetensors in float16 (bilm-tf HDF5 stays float32)"),
     no_softmax: bool = typer.Option(False, "--no-softmax", help="Leave the LM softmax out (encoder only)"),
     no_bilm_tf: bool = typer.Option(False, "--no-bilm-tf", help="Skip options.json + weights.hdf5"),
@@ -125,9 +128,9 @@ def export_command(
 @app.command("evaluate-lm")
 def evaluate_command(
     model_dir: str = typer.Argument(..., help="Model dir with its LM softmax, training output dir, or 'default'"),
-    text: Path = typer.Argument(..., exists=True, dir_okay=False, help="One tokenised sentence per line (.gz ok)"),
+    text: Path = typer.Argument(..., parser=params.InputFile(), help="One tokenised sentence per line (.gz ok)"),
     max_sentences: int | None = typer.Option(None, "--max-sentences", min=1),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the scores here"),
+    json_out: Path | None = typer.Option(None, "--json", parser=params.OutputFile(), help="Also write the scores here"),
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
     outside the model's vocabulary counted as <UNK>."""
@@ -155,7 +158,7 @@ def evaluate_command(
 
 @app.command("sense-probe")
 def sense_probe_command(
-    files: list[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Sense-labelled JSONL (.gz ok)"),
+    files: list[Path] = typer.Argument(..., parser=params.InputFile(), help="Sense-labelled JSONL (.gz ok)"),
     model: str | None = typer.Option(
         None, "--model", help="Model directory, a name from `spacy-contextual models`, or 'default' (the bundled model)"
     ),
@@ -165,7 +168,9 @@ def sense_probe_command(
         None, "--max-per-word", min=2, help="Sample at most this many instances per word, stratified by sense"
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the sampling, the folds and the bootstrap"),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the results (a list, one object per word)"),
+    json_out: Path | None = typer.Option(
+        None, "--json", parser=params.OutputFile(), help="Write the results (a list, one object per word)"
+    ),
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
 ) -> None:
     """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""

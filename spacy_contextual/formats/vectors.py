@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ContextualError
 from ..types import PathLike
+from ..writer import atomic_file
 
 
 class VectorFileError(ContextualError):
@@ -110,11 +111,13 @@ def load_vectors(path: PathLike, vocab: Iterable[str] | None = None, lowercase_l
 
 
 def write_glove(path: PathLike, words: Sequence[str], vectors: np.ndarray, precision: int = 6) -> Path:
-    """Write GloVe text format (``word v1 .. vd`` per line), gzip-compressed when the name ends in .gz."""
+    """Write GloVe text format (``word v1 .. vd`` per line), gzip-compressed when the name ends in .gz, through
+    the one writer (atomic; never over a file the running command reads)."""
     path = Path(path)
     if len(words) != len(vectors):
         raise ValueError(f"{len(words)} words but {len(vectors)} vectors")
-    with gzip.open(path, "wt", encoding="utf-8") if path.suffix == ".gz" else open(path, "w", encoding="utf-8") as out:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with atomic_file(path) as temporary, opener(temporary, "wt", encoding="utf-8") as out:
         for word, row in zip(words, vectors, strict=True):
             if " " in word or not word:
                 raise ValueError(f"cannot write word {word!r}: GloVe text format needs non-empty words without spaces")

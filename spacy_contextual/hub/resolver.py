@@ -14,6 +14,7 @@ from ..errors import ContextualError, quoted
 from ..locations import ASSETS
 from ..text_files import is_dir
 from ..types import PathLike
+from ..writer import note_read
 
 KINDS = ("elmo", "cove")
 DEFAULT_NAMES = (None, "", "default", "null", "None")
@@ -35,6 +36,7 @@ def resolve_model_dir(kind: str, name_or_path: PathLike | None = None) -> Path:
     if not is_default(name_or_path):
         path = Path(str(name_or_path).strip()).expanduser()
         if is_dir(path):
+            note_read(path)
             return path
         from .fetch import catalog_model_dir
 
@@ -44,6 +46,7 @@ def resolve_model_dir(kind: str, name_or_path: PathLike | None = None) -> Path:
                 f"{quoted(path)} is not a directory: give the path of a {kind} model directory (config.json + "
                 "model.safetensors), a model name from `spacy-contextual models`, or 'default' for the bundled model"
             )
+        note_read(fetched)
         return fetched
     path = bundled_model_dir(kind)
     if not (path / "config.json").is_file():

@@ -1,0 +1,128 @@
+"""What a command's path parameters are, declared once on the parameter: ``InputFile``, ``InputDir``,
+``OutputFile``, ``OutputDir``, ``InPlaceDir`` (given as typer's ``parser=``).
+
+``GuardedCommand`` (every command's class) reads these roles before the command runs: each output is
+checked by the one writer (``writer.py``) against every input of the same command (so ``OUTPUT =
+INPUT``, an output inside the model folder or a FIFO is refused in one line before any work), and the
+command runs inside ``writer.command_reads`` so that whatever it opens later (a model folder by name,
+a text file) is protected in the same way. The tests find every output parameter of the CLI by these
+types, so a new command that writes is covered by the same checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperCommand
+
+from .. import writer
+
+
+class PathRole:
+    """A path parameter with a role: "input" (read), "output" (written) or "inplace" (updated in place)."""
+
+    role = "input"
+    directory = False
+
+    def __call__(self, value: Any) -> Path:
+        return self.convert(value)
+
+    def convert(self, value: Any) -> Path:
+        if isinstance(value, Path):
+            return value
+        text = str(value)
+        if text == "":
+            raise typer.BadParameter("an empty path; give a file or folder name")
+        return Path(text).expanduser()
+
+
+class InputFile(PathRole):
+    """A file the command reads ('-' for stdin where the command says so); it must exist."""
+
+    def __init__(self, stdin: bool = False):
+        self.stdin = stdin
+
+    def convert(self, value: Any) -> Path:
+        path = super().convert(value)
+        if self.stdin and str(path) == "-":
+            return path
+        if not path.exists():
+            raise typer.BadParameter(f"{path} does not exist; give an existing file")
+        if path.is_dir():
+            raise typer.BadParameter(f"{path} is a directory; give a file")
+        return path
+
+
+class InputDir(PathRole):
+    """A folder the command reads (a model directory, a training output); it must exist."""
+
+    directory = True
+
+    def convert(self, value: Any) -> Path:
+        path = super().convert(value)
+        if not path.is_dir():
+            raise typer.BadParameter(f"{path} is not a directory; give an existing folder")
+        return path
+
+
+class OutputFile(PathRole):
+    """A file the command writes (through the one writer, atomically)."""
+
+    role = "output"
+
+
+class OutputDir(PathRole):
+    """A folder the command writes (a new or empty one, or one the command wrote before)."""
+
+    role = "output"
+    directory = True
+
+
+class InPlaceDir(PathRole):
+    """A folder the command updates in place (``write-manifest``)."""
+
+    role = "inplace"
+    directory = True
+
+    def convert(self, value: Any) -> Path:
+        path = super().convert(value)
+        if not path.is_dir():
+            raise typer.BadParameter(f"{path} is not a directory; give an existing folder")
+        return path
+
+
+def path_role(param) -> PathRole | None:
+    """The role a path parameter was declared with (its typer ``parser``), or None."""
+    role = getattr(getattr(getattr(param, "type_descriptor", None), "parameter_info", None), "parser", None)
+    return role if isinstance(role, PathRole) else None
+
+
+def role_of(param) -> str | None:
+    role = path_role(param)
+    return role.role if role else None
+
+
+def values_of(ctx: typer.Context, param) -> list[Path]:
+    value = ctx.params.get(param.name)
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [Path(item) for item in values if item is not None and str(item) not in ("", "-")]
+
+
+class GuardedCommand(TyperCommand):
+    """Checks every output against the command's inputs, then runs the command inside
+    ``writer.command_reads`` (see the module docstring)."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        reads = [path for param in self.params if role_of(param) == "input" for path in values_of(ctx, param)]
+        for param in self.params:
+            if role_of(param) != "output":
+                continue
+            for path in values_of(ctx, param):
+                if path_role(param).directory:
+                    writer.check_output_dir(path, reads)
+                else:
+                    writer.check_output_file(path, reads)
+        with writer.command_reads(reads):
+            return super().invoke(ctx)
