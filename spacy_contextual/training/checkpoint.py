@@ -26,7 +26,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..errors import ContextualError
-from ..formats.model_dir import check_finite
+from ..formats.model_dir import check_finite, load_vocab
 from ..text_files import read_json
 from ..types import PathLike
 from ..writer import atomic_directory, interrupted_versions
@@ -186,6 +186,44 @@ def read_optimizer_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise damaged(path, f"not a readable safetensors file: {error}") from None
     check_finite(tensors, str(path))
     return tensors
+
+
+SAME_RUN_SETTINGS = (("model", None), ("softmax", None), ("training", "optimizer"), ("data", "batching"))
+
+
+def check_same_run(directory: PathLike, config: dict[str, Any], vocabulary: list[str] | None) -> None:
+    """``--resume`` continues the run the checkpoint holds, or nothing: the model, the softmax, the
+    optimizer and the batching must be the checkpoint's, and the vocabulary the same words in the same
+    order (rows of the softmax and the embedding are read by position). Checked before anything is written."""
+    directory = find_checkpoint(directory)
+    recorded = read_json_object(directory / STATE_NAME).get("config")
+    if not isinstance(recorded, dict):
+        raise damaged(directory / STATE_NAME, "it does not record the run's config")
+    fix = "resume with the run's own config and vocabulary, or start again with --overwrite"
+    for section, key in SAME_RUN_SETTINGS:
+        before, now = recorded.get(section, {}), config.get(section, {})
+        if key is not None:
+            before, now = before.get(key), now.get(key)
+        if before != now:
+            name = f"{section}.{key}" if key else section
+            given = f"its {name} is {_short(before)} but the config now gives {_short(now)}"
+            raise ContextualError(f"cannot resume {directory}: {given}; {fix}")
+    trained = load_vocab(directory / "model")
+    if vocabulary is None or trained != vocabulary:
+        what = "is missing" if vocabulary is None else _first_difference(trained or [], vocabulary)
+        raise ContextualError(f"cannot resume {directory}: the vocabulary it was trained with {what}; {fix}")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _first_difference(trained: list[str], now: list[str]) -> str:
+    if len(trained) != len(now):
+        return f"has {len(trained):,} words and the one given now {len(now):,}"
+    index = next(i for i, (a, b) in enumerate(zip(trained, now, strict=True)) if a != b)
+    return f"has {trained[index]!r} at row {index:,} where the one given now has {now[index]!r}"
 
 
 def check_checkpoint_files(directory: PathLike) -> Path:

@@ -39,7 +39,7 @@ from ..models.bilm import BiLM
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..runtime import Runtime
 from ..writer import atomic_file
-from .checkpoint import load_checkpoint, prepare_checkpoint_dir, save_checkpoint
+from .checkpoint import check_same_run, load_checkpoint, prepare_checkpoint_dir, save_checkpoint
 from .config import PretrainConfig
 from .corpus import BatchStream, StreamPosition, Windows, WindowStream
 from .evaluate import perplexity
@@ -83,9 +83,19 @@ def learning_rate(config: PretrainConfig, step: int) -> float:
     return t.lr - (t.lr - t.lr_min) * progress
 
 
+def vocabulary_path(config: PretrainConfig, output_dir: Path) -> Path:
+    return Path(config.data.vocab) if config.data.vocab else output_dir / "vocab.txt"
+
+
+def vocabulary_words(config: PretrainConfig, output_dir: Path) -> list[str] | None:
+    """The words of the vocabulary the run would use, if it exists yet."""
+    path = vocabulary_path(config, output_dir)
+    return LMVocabulary.load(path).words if path.is_file() else None
+
+
 def prepare_vocab(config: PretrainConfig, runtime: Runtime, output_dir: Path) -> LMVocabulary:
     """The configured vocab.txt, or one built from the training files (by rank 0) and saved."""
-    path = Path(config.data.vocab) if config.data.vocab else output_dir / "vocab.txt"
+    path = vocabulary_path(config, output_dir)
     if not path.is_file() and config.data.vocab:
         raise FileNotFoundError(f"data.vocab = {path} does not exist; leave it empty to build one from data.train")
     if not path.is_file() and runtime.main:
@@ -316,6 +326,10 @@ def pretrain(
     if runtime.main:
         output_dir.mkdir(parents=True, exist_ok=True)
         prepare_checkpoint_dir(checkpoint, resume, overwrite)
+    if resume:  # every rank refuses another run's checkpoint, before anything is written
+        words = lm.vocab.words if lm is not None else vocabulary_words(config, output_dir)
+        check_same_run(checkpoint, config.to_dict(), words)
+    if runtime.main:
         config.save(output_dir / "pretrain_config.json")
     if lm is None:
         lm = build_language_model(config, prepare_vocab(config, runtime, output_dir))

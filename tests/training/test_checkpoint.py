@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 from typer.testing import CliRunner
-from util import tiny_pretrain_config, writer_leftovers
+from util import assert_one_line_error, tiny_pretrain_config, writer_leftovers
 
 from spacy_contextual import writer
 from spacy_contextual.cli import app
@@ -156,3 +156,36 @@ def test_train_cove_refuses_a_damaged_checkpoint_at_resume(tmp_path, damage):
     result = runner.invoke(app, ["train-cove", str(mt_config), str(tmp_path / "run"), "--resume"])
     assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.output
     assert str(last / name) in result.stderr and ("is damaged" in result.stderr or "NaN" in result.stderr)
+
+
+def vocabulary_in_another_order(run_dir: Path) -> list[str]:
+    """The run's vocabulary with its first two words after the specials swapped: same size, other rows."""
+    words = (run_dir / "vocab.txt").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    words[3], words[4] = words[4], words[3]
+    return words
+
+
+@pytest.mark.timeout(180)
+def test_resume_with_a_vocabulary_in_another_order_is_refused_before_anything_is_written(run):
+    checkpoint_dir, config_file = run
+    run_dir = checkpoint_dir.parent
+    (run_dir / "vocab.txt").write_text("\n".join(vocabulary_in_another_order(run_dir)) + "\n", encoding="utf-8")
+    saved = (run_dir / "pretrain_config.json").read_bytes()
+    checkpoint = {p: p.read_bytes() for p in (run_dir / "checkpoint").rglob("*") if p.is_file()}
+    assert_one_line_error(resume(config_file), "cannot resume", "the vocabulary it was trained with has", "row 3")
+    assert (run_dir / "pretrain_config.json").read_bytes() == saved
+    assert {p: p.read_bytes() for p in checkpoint} == checkpoint
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    "override, setting",
+    [("model.projection_dim=24", "model"), ("training.optimizer=adagrad", "training.optimizer")],
+)
+def test_resume_with_another_model_or_optimizer_is_one_line_and_keeps_the_runs_config(run, override, setting):
+    checkpoint_dir, config_file = run
+    run_dir = checkpoint_dir.parent
+    saved = (run_dir / "pretrain_config.json").read_bytes()
+    result = runner.invoke(app, ["pretrain-elmo", str(config_file), "--resume", override])
+    assert_one_line_error(result, "cannot resume", f"its {setting} is", "--overwrite")
+    assert (run_dir / "pretrain_config.json").read_bytes() == saved
