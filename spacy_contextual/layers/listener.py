@@ -111,7 +111,13 @@ def _annotated_layers(model: ContextualListener, doc: Doc, is_train: bool) -> Fl
             f"doc._.{model.extension} is not set: the '{model.kind}' component must run before this component; {hint}"
         )
     expected = model.attrs.get("fingerprint")
-    if data.fingerprint is not None and expected is not None and data.fingerprint != expected:
+    if expected is not None and data.fingerprint is None:
+        raise ContextualError(
+            f"doc._.{model.extension} carries no fingerprint of the model that computed it (written by an earlier "
+            f"version of spacy-contextual, or by hand), so it may come from another model: run this pipeline's "
+            f"'{model.kind}' on the Docs again to recompute it (e.g. nlp.get_pipe('{model.kind}')(doc))"
+        )
+    if expected is not None and data.fingerprint != expected:
         raise ContextualError(
             f"doc._.{model.extension} was computed by another model (fingerprint {data.fingerprint}) than this "
             f"pipeline's '{model.kind}' (fingerprint {expected}): run this pipeline's '{model.kind}' on the Docs again"

@@ -57,6 +57,21 @@ def test_a_docbin_of_another_encoder_is_refused_naming_both(tmp_path):
 
 
 @pytest.mark.timeout(120)
+def test_doc_data_without_a_fingerprint_is_refused_with_how_to_recompute_it(tmp_path):
+    """Doc data written by an earlier version carries no fingerprint: refused, never used silently."""
+    nlp, _, _ = build_listener_pipeline(tiny_elmo_dir(tmp_path / "tiny"))
+    docs = list(nlp.pipe(TEXTS, disable=["tagger", "textcat"]))
+    for doc in docs:
+        doc._.elmo_data.fingerprint = None  # as an earlier version wrote it
+    stored = DocBin(store_user_data=True, docs=docs).to_bytes()
+    tagger = nlp.get_pipe("tagger")
+    for doc in DocBin().from_bytes(stored).get_docs(nlp.vocab):
+        with pytest.raises(ContextualError, match=r"carries no fingerprint .* run this pipeline's 'elmo' on the Docs"):
+            tagger(doc)
+        assert [t.tag_ for t in tagger(nlp.get_pipe("elmo")(doc))]  # recomputed: accepted
+
+
+@pytest.mark.timeout(120)
 def test_a_private_encoders_altered_weights_are_refused(tmp_path):
     """An encoder inside another component (``nlp.replace_listeners``) is stored in that component's
     model file with the SHA-256 of its weights."""
