@@ -115,3 +115,25 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(record, dict):
             raise InputFileError(f"{path}:{number}: a JSON {type(record).__name__}, not an object")
         yield number, record
+
+
+def expanded_bytes(data: bytes, limit: int, what: str = "The file") -> bytes:
+    """``data``, gunzipped when it starts with the gzip magic number, refused (``InputFileError``) as soon as
+    what it expands to passes ``limit`` bytes: a small compressed upload never becomes a huge buffer."""
+    if data[:2] != GZIP_MAGIC:
+        if len(data) > limit:
+            raise InputFileError(f"{what} has {len(data):,} bytes; the limit is {limit:,}: split it")
+        return data
+    out, pending = bytearray(), data
+    while pending:
+        stream = zlib.decompressobj(16 + zlib.MAX_WBITS)  # one gzip member; a file may hold several
+        try:
+            out += stream.decompress(pending, limit + 1 - len(out))
+        except zlib.error as error:
+            raise InputFileError(f"{what} is not a readable gzip file ({error}); compress it again") from None
+        if len(out) > limit:
+            raise InputFileError(f"{what} expands to more than {limit:,} bytes (the limit); split it")
+        if not stream.eof:
+            raise InputFileError(f"{what} is a truncated gzip file; compress it again")
+        pending = stream.unused_data
+    return bytes(out)

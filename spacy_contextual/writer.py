@@ -288,18 +288,36 @@ def child(folder: PathLike, name: str, what: str = "a name in the data") -> Path
     return Path(folder) / parts[0]
 
 
-def disk_full_message(error: OSError, path: PathLike) -> str | None:
-    """One line for a write that failed for want of space or a size limit (ENOSPC, EFBIG, EDQUOT, EIO)."""
-    reasons = {
-        errno.ENOSPC: "the disk is full",
-        errno.EFBIG: "the file is larger than this system allows (a file-size limit, e.g. ulimit -f)",
-        errno.EDQUOT: "the disk quota is used up",
-        errno.EIO: "an input/output error on the disk",
-    }
-    reason = reasons.get(error.errno)
-    if reason is None:
-        return None
-    return f"could not write {path}: {reason}; nothing was left half-written: free space or choose another place"
+STORAGE_FAILURES = {  # errno -> (reason, words of the same error in a library's message, e.g. h5py's)
+    errno.ENOSPC: ("the disk is full", "No space left on device"),
+    errno.EFBIG: ("the file is larger than this system allows (a file-size limit, e.g. ulimit -f)", "File too large"),
+    errno.EDQUOT: ("the disk quota is used up", "Disk quota exceeded"),
+    errno.EIO: ("the disk reported an input/output error", "Input/output error"),
+}
+
+
+def check_room(path: PathLike, nbytes: int) -> None:
+    """Refuse now, before a library that cannot recover from a refused write (HDF5) starts, a file of about
+    ``nbytes`` that the disk's free space or the process's file-size limit (``ulimit -f``) cannot hold."""
+    import resource
+
+    folder = Path(path).parent
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY and nbytes > soft:
+        reason = STORAGE_FAILURES[errno.EFBIG][0]
+        raise OutputError(f"could not write {path} (about {nbytes:,} bytes; the limit is {soft:,}): {reason}")
+    free = shutil.disk_usage(folder).free
+    if nbytes > free:
+        raise OutputError(f"could not write {path} (about {nbytes:,} bytes, {free:,} free): the disk is full")
+
+
+def storage_failure(error: BaseException) -> str | None:
+    """Why a write failed, when the storage refused it (full disk, file-size limit, quota, I/O error);
+    None for any other error. Recognises the errno and the same words inside a library's message."""
+    if isinstance(error, OSError) and error.errno in STORAGE_FAILURES:
+        return STORAGE_FAILURES[error.errno][0]
+    text = str(error)
+    return next((reason for reason, words in STORAGE_FAILURES.values() if words in text), None)
 
 
 def _same_or_inside(target: Path, kept: Path) -> bool:

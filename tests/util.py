@@ -418,7 +418,8 @@ def writer_leftovers(root: Path) -> list[str]:
     """The guarded writer's working files and folders below ``root`` (none after a finished or failed write)."""
     from spacy_contextual.writer import MARK
 
-    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*") if MARK in p.name)
+    endings = (MARK + "new", MARK + "old")
+    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*") if p.name.endswith(endings))
 
 
 def write_slice(source: Path, target: Path, n: int) -> Path:

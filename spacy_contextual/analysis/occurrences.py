@@ -10,7 +10,6 @@ token position) whose token is the word; for labelled records the labelled targe
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 from collections import Counter
@@ -21,12 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ContextualError, quoted
-from ..text_files import is_file
+from ..text_files import InputFileError, expanded_bytes, is_file
 from .demo_corpus import DEMO_SENTENCES
 from .lemmas import matching_forms
 
 MAX_TEXT_CHARS = 200_000
-MAX_RECORDS = 50_000
+MAX_RECORDS = 50_000  # lines of a sense-labelled JSONL, blank ones included
+MAX_EXPANDED_BYTES = 200_000_000  # what an upload or file may expand to (gzip)
 MIN_OCCURRENCES = 3
 OCCURRENCE_COLUMNS = ["record", "position", "token", "sense", "sentence"]
 
@@ -84,14 +84,16 @@ def read_sense_jsonl(source: str | Path | bytes, max_records: int = MAX_RECORDS)
         data = path.read_bytes()
     else:
         data = source
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+    try:
+        data = expanded_bytes(data, MAX_EXPANDED_BYTES)
+    except InputFileError as error:
+        raise InputError(str(error)) from None
     records = []
     for line_number, line in enumerate(io.StringIO(data.decode("utf-8", errors="replace")), start=1):
+        if line_number > max_records:  # blank lines count too: a file of newlines is bounded as well
+            raise InputError(f"The file has more than {max_records:,} lines: split it or keep one word per file.")
         if not line.strip():
             continue
-        if len(records) >= max_records:
-            raise InputError(f"The file has more than {max_records:,} records: split it or keep one word per file.")
         try:
             item = json.loads(line)
             tokens = [str(t) for t in item["tokens"]]

@@ -30,6 +30,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import ContextualError
+from ..writer import storage_failure
 from .params import GuardedCommand
 
 DEBUG_ENV = "SPACY_CONTEXTUAL_DEBUG"
@@ -110,20 +111,32 @@ def one_line(error: BaseException) -> str:
     return " ".join(message.split()) or type(error).__name__
 
 
+def storage_line(error: BaseException, reason: str) -> str:
+    """One line for a write the storage refused (a library's own message can run to many lines)."""
+    where = f" {error.filename}" if isinstance(error, OSError) and error.filename else ""
+    return f"could not write{where}: {reason}; nothing was left half-written: free some space or raise the limit"
+
+
 class CommandGroup(TyperGroup):
     """Runs a command and turns its expected errors into one line on stderr and exit code 1, and SIGINT /
     SIGTERM into one line and exit code 130 / 143."""
 
     def invoke(self, ctx: typer.Context):
+        if hasattr(signal, "SIGXFSZ"):  # a file-size limit (ulimit -f) fails the write (EFBIG), not the process
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         try:
             with stop_signals_interrupt():
                 return super().invoke(ctx)
         except BrokenPipeError:  # the reader of our output went away: typer's own handling
             raise
-        except EXPECTED_ERRORS as error:
-            if ctx.params.get("debug"):
+        except (*EXPECTED_ERRORS, RuntimeError) as error:  # h5py reports a refused write as a RuntimeError
+            reason = storage_failure(error)
+            if ctx.params.get("debug") or not (reason or isinstance(error, EXPECTED_ERRORS)):
                 raise
-            typer.echo(f"error: {one_line(error)}", err=True)
+            message = (
+                one_line(error) if reason is None or isinstance(error, ContextualError) else storage_line(error, reason)
+            )
+            typer.echo(f"error: {message}", err=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt as interrupt:  # not a bug: one line, with or without --debug
             end_progress_bars()

@@ -10,7 +10,6 @@ into it is one error that names the file and the fix (``disk_errors``).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import re
 import shutil
@@ -19,14 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ContextualError
-from ..writer import atomic_file
+from ..writer import MARK, atomic_file, storage_failure
 
 MARKER = ".spacy-contextual-parts"
 SPOOL = "input.spool"
 # every name the tool writes in OUTPUT.parts: nothing else there is ever removed
-OWN_FILE = re.compile(
-    r"(part-\d{5}-\d{6}\.hdf5|rank-\d{5}\.lock|run\.json|input\.spool|output|sentence_to_index\.json)(\.tmp)?"
-    rf"|{re.escape(MARKER)}"
+OWN_NAME = r"(part-\d{5}-\d{6}\.hdf5|rank-\d{5}\.lock|run\.json|input\.spool|output|sentence_to_index\.json)"
+OWN_FILE = re.compile(  # the name, its .tmp, or the one writer's working name for it
+    rf"{OWN_NAME}(\.tmp)?|\.{OWN_NAME}\.[0-9a-z_]+{re.escape(MARK)}new|{re.escape(MARKER)}"
 )
 
 
@@ -87,12 +86,14 @@ def remove_spool(output: Path) -> None:
 
 @contextmanager
 def disk_errors(path: Path) -> Iterator[None]:
-    """A full disk while writing ``path`` as one line that names it and the fix."""
+    """A write the storage refused (full disk, file-size limit, quota, I/O error) as one line that names
+    ``path`` and the fix; the part being written is removed by the writer."""
     try:
         yield
-    except OSError as error:
-        if error.errno == errno.ENOSPC or "No space left" in str(error):
-            raise PartsError(
-                f"no space left on the device while writing {path}; free some space and run the same command to resume"
-            ) from None
-        raise
+    except (OSError, RuntimeError) as error:  # h5py raises either, with the errno in its message
+        reason = storage_failure(error)
+        if reason is None:
+            raise
+        raise PartsError(
+            f"could not write {path}: {reason}; free some space (or raise the limit) and run the same command to resume"
+        ) from None

@@ -43,7 +43,7 @@ import h5py
 import numpy as np
 
 from ..text_files import read_json
-from ..writer import atomic_file, fsync_directory, fsync_file
+from ..writer import MARK, atomic_file, check_room, fsync_directory, fsync_file
 from .folder import MARKER, OWN_FILE, PartsError, disk_errors, parts_folder
 from .lines import Corpus
 
@@ -57,6 +57,9 @@ MAX_STRING_BYTES = 2**32 - 1  # HDF5 stores a string type's size in 4 bytes
 class PartSummary:
     lines: int
     tokens: int
+
+
+HDF5_OVERHEAD = 4096  # bytes an HDF5 dataset takes beyond its data (header, B-tree entry)
 
 
 class PartsFolder:
@@ -120,8 +123,9 @@ class PartsFolder:
                             "or stop it, then rerun"
                         ) from None
                     time.sleep(0.2)
-            for leftover in self._own(f"part-{rank:05d}-*.hdf5.tmp"):
-                leftover.unlink()
+            for pattern in (f"part-{rank:05d}-*.hdf5.tmp", f".part-{rank:05d}-*.hdf5.*{MARK}new"):
+                for leftover in self._own(pattern):  # a killed run's unfinished parts
+                    leftover.unlink()
             yield
 
     def committed(self, rank: int) -> list[PartSummary]:
@@ -165,6 +169,8 @@ class PartsFolder:
         """Write one part whole (temporary name, fsync, rename), with the digests of its input and its data."""
         path = self.part_path(rank, number)
         lengths = np.array([array.shape[-2] for array in arrays], dtype=np.int64)
+        with disk_errors(path):
+            check_room(path, sum(array.nbytes for array in arrays) + HDF5_OVERHEAD * (len(arrays) + 1))
         with disk_errors(path), atomic_file(path) as temporary, h5py.File(temporary, "w") as part:
             for index, array in zip(indices, arrays, strict=True):
                 part.create_dataset(str(index), data=array)
@@ -186,6 +192,9 @@ class PartsFolder:
         try:
             with disk_errors(index_text):
                 self._check_input(corpus, total, index_text if keep else None)
+            parts_bytes = sum(path.stat().st_size for path in self.folder.glob("part-*.hdf5")) if merge else 0
+            index_bytes = index_text.stat().st_size if keep else 0
+            check_room(self.output, parts_bytes + index_bytes + HDF5_OVERHEAD * (total + 1))
             with disk_errors(self.output), h5py.File(temporary, "w") as out:
                 for index, path, part, n_tokens in self._lines(total):
                     name = str(index).encode()

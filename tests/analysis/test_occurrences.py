@@ -129,3 +129,18 @@ def test_several_forms_and_lemmas_find_every_inflection(monkeypatch):
     with pytest.raises(InputError, match="'run' occurs only 2 times"):  # the exact form alone
         find_occurrences(records, "run")
     assert suggest_words(text_corpus("The bank. A bank. Our bank. The river. A river.")) == ["bank"]
+
+
+@pytest.mark.timeout(30)
+def test_a_small_upload_of_blank_lines_is_bounded_by_what_it_expands_to(monkeypatch):
+    """306 KB of gzip blank lines once became 1.8 GB in memory: lines count blank ones too, and the
+    expanded size is capped while it is decompressed."""
+    from spacy_contextual.analysis import occurrences
+
+    monkeypatch.setattr(occurrences, "MAX_EXPANDED_BYTES", 10_000_000)
+    blank = gzip.compress(b"\n" * 30_000_000, compresslevel=9)
+    assert len(blank) < 50_000
+    with pytest.raises(InputError, match="expands to more than 10,000,000 bytes"):
+        read_sense_jsonl(blank)
+    with pytest.raises(InputError, match="more than 50,000 lines"):
+        read_sense_jsonl(gzip.compress(b"\n" * 60_000))

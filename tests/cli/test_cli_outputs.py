@@ -232,3 +232,37 @@ def test_translate_into_the_models_folder_is_refused(tmp_path):
     result = runner.invoke(app, ["translate", str(english), "--model", str(model), "-o", str(vocab)])
     assert_one_line_error(result, "which this command reads")
     assert vocab.read_bytes() == before
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_file_size_limit_while_writing_hdf5_is_one_line_and_leaves_nothing_half_written(tmp_path, tiny_model_dir):
+    """``ulimit -f`` makes the kernel refuse the write (EFBIG) instead of killing the process (SIGXFSZ)."""
+    import resource
+    import subprocess
+    import sys
+
+    text = tmp_path / "in.txt"
+    text.write_text("".join(f"sentence number {i} with a few more words .\n" for i in range(400)), encoding="utf-8")
+    out = tmp_path / "out.hdf5"
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))
+
+    command = [
+        sys.executable,
+        "-m",
+        "spacy_contextual",
+        "elmo",
+        str(text),
+        str(out),
+        "--all",
+        "--model",
+        str(tiny_model_dir),
+    ]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=100, preexec_fn=small_files)
+    lines = finished.stderr.strip().splitlines()
+    assert finished.returncode == 1, finished.stderr[-2000:]
+    assert lines[-1].startswith("error: ") and "larger than this system allows" in lines[-1], finished.stderr[-2000:]
+    assert "Traceback" not in finished.stderr and not out.exists()
+    assert writer_leftovers(tmp_path) == []

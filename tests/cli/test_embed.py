@@ -252,7 +252,7 @@ def test_a_full_disk_is_one_line_leaves_no_temporary_file_and_a_rerun_works(
     else:
         monkeypatch.setattr(folder_module.hashlib, "sha256", lambda: _FailingDigest(full))
     result = invoke("elmo", source, out, "--top", "--model", tiny_model_dir)
-    one_error_line(result, "no space left on the device", "run the same command to resume")
+    one_error_line(result, "the disk is full", "run the same command to resume")
     if where == "spool":
         writer.wait(timeout=10)
         assert not (tmp_path / "out.hdf5.parts").exists()  # nothing of the stream is kept
