@@ -4,13 +4,14 @@ command that needs them runs)."""
 
 from . import (
     convert,  # noqa: F401,E402
-    cove,  # noqa: F401,E402
     dashboard,  # noqa: F401,E402
     embed,  # noqa: F401,E402
     info,  # noqa: F401,E402
+    lm,  # noqa: F401,E402
     model_dir,  # noqa: F401,E402
     models,  # noqa: F401,E402
-    train,  # noqa: F401,E402
+    mt,  # noqa: F401,E402
+    probe,  # noqa: F401,E402
 )
 from ._app import app
 

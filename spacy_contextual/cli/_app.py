@@ -35,7 +35,6 @@ from .params import GuardedCommand
 
 DEBUG_ENV = "SPACY_CONTEXTUAL_DEBUG"
 EXPECTED_ERRORS = (ContextualError, OSError, typer.BadParameter)
-PRECISION_HELP = "fp32 (exact), bf16 (fast only on CPUs with AVX-512 BF16 or AMX), or fp16 (CUDA only)"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RESUME_HINT = "spacy_contextual.resume_hint"
 

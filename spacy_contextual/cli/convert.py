@@ -18,18 +18,16 @@ import typer
 
 from ..text_files import InputFileError, read_jsonl
 from ..writer import atomic_file, child
-from . import params
 from ._app import app
+from .params import InputFile, OutputDir, OutputFile
 
 
 @app.command("convert-sentiment")
 def convert_sentiment(
     input_path: Path = typer.Argument(
-        ..., parser=params.InputFile(), help="movie_reviews.jsonl(.gz): id, text, label, split per line"
+        ..., parser=InputFile(), help="movie_reviews.jsonl(.gz): id, text, label, split per line"
     ),
-    output_dir: Path = typer.Argument(
-        ..., parser=params.OutputDir(), help="writes <split>.spacy here (train, dev, test)"
-    ),
+    output_dir: Path = typer.Argument(..., parser=OutputDir(), help="writes <split>.spacy here (train, dev, test)"),
     lang: str = typer.Option("en", help="language of the tokenizer"),
     limit: int | None = typer.Option(None, help="at most this many records per split (for smoke tests)"),
 ) -> None:
@@ -64,10 +62,10 @@ def convert_sentiment(
 @app.command("convert-text")
 def convert_text(
     input_path: Path = typer.Argument(
-        ..., parser=params.InputFile(), help="a .spacy file (DocBin), e.g. a task's training corpus"
+        ..., parser=InputFile(), help="a .spacy file (DocBin), e.g. a task's training corpus"
     ),
     output_path: Path = typer.Argument(
-        ..., parser=params.OutputFile(), help="text file, one tokenised sentence per line (.gz is compressed)"
+        ..., parser=OutputFile(), help="text file, one tokenised sentence per line (.gz is compressed)"
     ),
     lang: str = typer.Option("en", help="language of the vocabulary the docs are read with"),
 ) -> None:

@@ -22,25 +22,25 @@ from typing import Annotated
 
 import typer
 
-from . import params
-from ._app import PRECISION_HELP, app, say_on_interrupt
+from ._app import app, say_on_interrupt
 from .launch import launch_local
+from .params import InputFile, OutputFile, Precision
 
 MAX_BATCH_SIZE = 1 << 16
 MAX_PROCESSES = 64
 
-InputFile = Annotated[
+InputArgument = Annotated[
     Path,
     typer.Argument(
-        parser=params.InputFile(),
+        parser=InputFile(),
         metavar="INPUT",
         help="One whitespace-tokenised sentence per line, UTF-8 (.gz ok)",
     ),
 ]
-OutputFile = Annotated[
+OutputArgument = Annotated[
     Path,
     typer.Argument(
-        parser=params.OutputFile(),
+        parser=OutputFile(),
         metavar="OUTPUT",
         help="HDF5 file to write; its parts go to OUTPUT.parts/ beside it while the run goes on",
     ),
@@ -74,7 +74,6 @@ Errors = Annotated[
     str, typer.Option("--errors", help="strict: invalid UTF-8 is an error naming FILE:LINE; replace: read it as U+FFFD")
 ]
 Model = Annotated[str | None, typer.Option("--model", help="Our model directory, or 'default' (the bundled model)")]
-Precision = Annotated[str, typer.Option("--precision", help=PRECISION_HELP)]
 
 
 @dataclass(frozen=True)
@@ -102,13 +101,13 @@ class EmbedJob:
 @app.command("elmo")
 def elmo_command(
     ctx: typer.Context,
-    input_file: InputFile,
-    output_file: OutputFile,
+    input_file: InputArgument,
+    output_file: OutputArgument,
     all_layers: AllLayers = False,
     top: TopLayer = False,
     average: AverageLayers = False,
-    options_file: Annotated[Path | None, typer.Option("--options-file", parser=params.InputFile())] = None,
-    weight_file: Annotated[Path | None, typer.Option("--weight-file", parser=params.InputFile())] = None,
+    options_file: Annotated[Path | None, typer.Option("--options-file", parser=InputFile())] = None,
+    weight_file: Annotated[Path | None, typer.Option("--weight-file", parser=InputFile())] = None,
     model: Model = None,
     batch_size: BatchSize = 64,
     stateful: Annotated[
@@ -141,8 +140,8 @@ def elmo_command(
 @app.command("cove")
 def cove_command(
     ctx: typer.Context,
-    input_file: InputFile,
-    output_file: OutputFile,
+    input_file: InputArgument,
+    output_file: OutputArgument,
     all_layers: AllLayers = False,
     top: TopLayer = False,
     average: AverageLayers = False,
@@ -202,7 +201,7 @@ def _check(job: EmbedJob, processes: int | None) -> None:
         raise typer.BadParameter(f"--processes must be between 1 and {where}, got {processes}")
     if job.errors not in ("strict", "replace"):
         raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
-    from ..embedders.precision import check_precision
+    from ..precision import check_precision
 
     check_precision(job.precision)
     from ..corpus.folder import check_parts_folder

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import typer
 
-from . import params
 from ._app import app
+from .params import InPlaceDir, InputDir, OutputDir
 
 
 @app.command("write-manifest")
 def write_manifest_command(
-    model_dir: Path = typer.Argument(..., parser=params.InPlaceDir(), help="An ELMo or CoVe model directory"),
+    model_dir: Path = typer.Argument(..., parser=InPlaceDir(), help="An ELMo or CoVe model directory"),
 ) -> None:
     """Check MODEL_DIR's config.json and record the size and SHA-256 of its files in manifest.json."""
     from ..formats.model_dir import write_model_manifest
@@ -30,10 +30,10 @@ def write_manifest_command(
 @app.command("convert-model")
 def convert_model_command(
     model_dir: Path = typer.Argument(
-        ..., parser=params.InputDir(), help="An ELMo model directory: ELMoForManyLangs, bilm-tf or ours"
+        ..., parser=InputDir(), help="An ELMo model directory: ELMoForManyLangs, bilm-tf or ours"
     ),
     output_dir: Path = typer.Argument(
-        ..., parser=params.OutputDir(), help="The new model directory (config.json + model.safetensors)"
+        ..., parser=OutputDir(), help="The new model directory (config.json + model.safetensors)"
     ),
 ) -> None:
     """Convert an ELMo model (an unpacked ELMoForManyLangs archive, a bilm-tf options.json + weights.hdf5

@@ -1,4 +1,10 @@
-"""What a command's path parameters are, declared once on the parameter: ``InputFile``, ``InputDir``,
+"""The options every command spells the same way, and what a command's path parameters are.
+
+``Precision`` (``--precision``) is the compute precision: fp32, bf16, fp16. ``StorageDtype``
+(``--dtype``) is how an export stores its weights: float32, float16, int8. (``--precision`` as a
+storage dtype on the exports, and ``--fp16`` on ``export-elmo``, are hidden aliases for one release.)
+
+Path parameters declare their role once, on the parameter: ``InputFile``, ``InputDir``,
 ``OutputFile``, ``OutputDir``, ``InPlaceDir`` (given as typer's ``parser=``).
 
 ``GuardedCommand`` (every command's class) reads these roles before the command runs: each output is
@@ -11,13 +17,36 @@ types, so a new command that writes is covered by the same checks.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from .. import writer
+
+PRECISION_HELP = "fp32 (exact), bf16 (fast only on CPUs with AVX-512 BF16 or AMX), or fp16 (CUDA only)"
+STORAGE_DTYPES = ("float32", "float16", "int8")
+Precision = Annotated[str, typer.Option("--precision", help=PRECISION_HELP)]
+StorageDtype = Annotated[
+    str | None, typer.Option("--dtype", help="How the weights are stored: float32, float16 or int8 (row-wise scaled)")
+]
+LegacyStoragePrecision = Annotated[str | None, typer.Option("--precision", hidden=True)]
+
+
+def storage_dtype(dtype: str | None, legacy: str | None, default: str, choices=STORAGE_DTYPES) -> str:
+    """The ``--dtype`` value (or the hidden old spelling's, with a warning), checked against ``choices``."""
+    if legacy is not None:
+        if dtype is not None and dtype != legacy:
+            raise typer.BadParameter(f"--dtype {dtype} and --precision {legacy} disagree: give --dtype only")
+        warnings.warn(
+            "--precision on an export is now --dtype (the storage dtype); the old spelling goes", stacklevel=2
+        )
+    value = dtype or legacy or default
+    if value not in choices:
+        raise typer.BadParameter(f"--dtype {value!r} is not one of {', '.join(choices)}")
+    return value
 
 
 class PathRole:

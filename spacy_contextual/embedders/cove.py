@@ -18,19 +18,19 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from ..batching import plan_batches
 from ..devices import resolve_device
 from ..errors import ContextualError
-from ..formats.cove_dir import MT_KIND, load_cove_layers, load_translator, longest_training_sentence, model_kind
+from ..formats.cove_dir import MT_KIND, load_translator, longest_training_sentence, model_kind
 from ..formats.cove_pth import load_published_cove
-from ..formats.detect import COVE_PTH, cove_pth_files, format_of
+from ..formats.detect import OURS, format_of, load_cove
 from ..hub.resolver import resolve_model_dir
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translation, Translator
 from ..models.text import MTVocab, detokenize, pad, replace_unknown, tokenize
+from ..precision import autocast, resolve_precision
 from ..types import PathLike
-from .batching import plan_batches
 from .embedder import Embedder
-from .precision import autocast, resolve_precision
 
 
 class Translated(NamedTuple):
@@ -70,14 +70,12 @@ class CoveEmbedder(Embedder):
         """A "cove-mt" or "cove-encoder" directory, or one holding the published ``wmtlstm-*.pth`` and a GloVe
         text file (``formats/detect.py``); None or "default" = the bundled model (cove-mt)."""
         path = resolve_model_dir("cove", model)
-        if format_of(path) == COVE_PTH:
-            return cls.from_pth(*cove_pth_files(path), **kwargs)
-        if model_kind(path) == MT_KIND:
+        if format_of(path) == OURS and model_kind(path) == MT_KIND:  # the whole translator: it can translate
             translator, source_vocab, target_vocab = load_translator(path)
             layers = CoveLayers(translator.encoder, translator.source_vectors, source_vocab)
             kwargs.setdefault("longest_training_sentence", longest_training_sentence(path))
             return cls(layers, translator, target_vocab, **kwargs)
-        return cls(load_cove_layers(path), **kwargs)
+        return cls(load_cove(path), **kwargs)
 
     @classmethod
     def from_pth(

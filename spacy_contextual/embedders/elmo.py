@@ -22,9 +22,9 @@ from ..formats.detect import load_elmo
 from ..hub.resolver import resolve_model_dir
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
+from ..precision import cast_weights, resolve_precision
 from ..types import PathLike
 from .embedder import Embedder
-from .precision import cast_weights, resolve_precision
 
 
 class ElmoEmbedder(Embedder):

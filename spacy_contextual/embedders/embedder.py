@@ -15,7 +15,7 @@ from itertools import islice
 
 import numpy as np
 
-from .batching import plan_batches
+from ..batching import plan_batches
 
 CHUNK_BATCHES = 32  # sentences are read, sorted by length and batched batch_size * CHUNK_BATCHES at a time
 

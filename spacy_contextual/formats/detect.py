@@ -1,4 +1,5 @@
-"""Which format a model directory is in, told by its files, and the ELMo loader of each.
+"""Which format a model directory is in, told by its files, and the loader of each: ``load_elmo`` and
+``load_cove``, the one dispatch of each encoder.
 
     "ours"       config.json with "format_version" (+ model.safetensors)      model_dir.py, bilm_dir.py
     "manylangs"  config.json with "config_path", encoder.pkl, token_embedder.pkl, char.dic / word.dic
@@ -16,10 +17,13 @@ from pathlib import Path
 
 from ..errors import ContextualError, ModelDirError
 from ..models.bilm import BiLM
+from ..models.cove_layers import CoveLayers
 from ..text_files import read_json
 from ..types import PathLike
 from .bilm_dir import load_bilm
 from .bilm_tf import load_bilm_tf
+from .cove_dir import load_cove_layers
+from .cove_pth import load_published_cove
 from .manylangs import CONFIG_NAME, ENCODER_NAME, load_manylangs
 
 OURS, MANYLANGS, BILM_TF, COVE_PTH = "ours", "manylangs", "bilm-tf", "cove-pth"
@@ -78,6 +82,17 @@ def load_elmo(path: PathLike, stateful: bool = False) -> BiLM:
     if found == BILM_TF:
         return load_bilm_tf(*bilm_tf_files(path), stateful=stateful)
     raise ModelDirError(f"{path} holds a CoVe model (a .pth and GloVe vectors), not an ELMo model; use it as cove")
+
+
+def load_cove(path: PathLike) -> CoveLayers:
+    """The CoVe layers (GloVe + MT-LSTM) of a CoVe model directory: a "cove-encoder" or "cove-mt"
+    directory of ours, or the published ``wmtlstm-*.pth`` beside a GloVe text file."""
+    found = detect_format(path)
+    if found == COVE_PTH:
+        return load_published_cove(*cove_pth_files(path))
+    if found != OURS:
+        raise ModelDirError(f"{path} holds an ELMo model ({found}), not a CoVe model; use it as elmo")
+    return load_cove_layers(path)
 
 
 def _matches(directory: Path, patterns: tuple[str, ...]) -> list[Path]:

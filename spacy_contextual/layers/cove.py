@@ -20,14 +20,13 @@ from typing import Any
 import spacy
 import torch
 
-from ..embedders.precision import MIXED, check_precision
-from ..formats.cove_dir import load_cove_layers
 from ..formats.cove_pth import load_published_cove
-from ..formats.detect import COVE_PTH, cove_pth_files, format_of
+from ..formats.detect import load_cove
 from ..formats.model_config import SCHEMAS, validate_section
 from ..hub.resolver import resolve_model_dir
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
+from ..precision import MIXED, check_precision
 from .encoder import ContextualEncoder
 from .settings import check_encoder_settings, check_flag
 from .shim import EncoderShim
@@ -104,10 +103,7 @@ def cove_model_dir_loader(path: str | None = None) -> Callable[[], CoveLayers]:
 
 
 def load_cove_model_dir(path: str | None) -> CoveLayers:
-    directory = resolve_model_dir("cove", path)
-    if format_of(directory) == COVE_PTH:
-        return load_published_cove(*cove_pth_files(directory))
-    return load_cove_layers(directory)
+    return load_cove(resolve_model_dir("cove", path))
 
 
 @spacy.registry.misc("spacy-contextual.CovePth.v1")

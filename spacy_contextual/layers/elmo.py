@@ -24,7 +24,6 @@ from typing import Any
 import spacy
 import torch
 
-from ..embedders.precision import MIXED, check_precision
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.detect import load_elmo
 from ..formats.manylangs import check_architecture
@@ -33,6 +32,7 @@ from ..hub.resolver import resolve_model_dir
 from ..models.bilm import BiLM, BiLMConfig
 from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.token_cache import TokenVectorCache
+from ..precision import MIXED, check_precision
 from .encoder import ContextualEncoder
 from .settings import check_count, check_encoder_settings, check_flag
 from .shim import EncoderShim

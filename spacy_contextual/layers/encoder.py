@@ -16,7 +16,7 @@ from spacy.tokens import Doc
 from thinc.api import Model, torch2xp, xp2torch
 from thinc.types import Floats3d
 
-from ..embedders.batching import plan_batches
+from ..batching import plan_batches
 from .segments import Segment, doc_segments
 from .shim import EncoderShim
 from .types import DocsToLayers

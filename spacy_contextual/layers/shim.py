@@ -14,7 +14,7 @@ the gradient of those layers. Subclasses say how to build the module and how to 
 outputs, emptied with every change of weights, and the weights' ``fingerprint``, which names the model
 that computed a Doc's vectors.
 
-``precision`` (``embedders/precision.py``: fp32, bf16, fp16 on CUDA, or ``MIXED``, what the old
+``precision`` (``precision.py``: fp32, bf16, fp16 on CUDA, or ``MIXED``, what the old
 ``mixed_precision = true`` meant): training autocasts the float32 module (fp16 gradients scaled by
 thinc's grad scaler as its ``PyTorchShim`` does; bf16 needs no scaling). Without training, a shim
 whose module runs with cast weights (``casts_weights``: the biLM) runs a copy cast once to the
@@ -40,18 +40,17 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from thinc.api import PyTorchGradScaler, PyTorchShim, get_torch_default_device
 
-from ..embedders.precision import (
-    DTYPES,
-    MIXED,
-    PRECISIONS,
-    PrecisionError,
-    autocast,
-    cast_weights,
-    resolve_precision,
-)
 from ..errors import ModelDirError
 from ..formats.budget import build_within_bytes
 from ..formats.model_dir import check_finite, load_matching_state
+from ..precision import (
+    DTYPES,
+    MIXED,
+    autocast,
+    cast_weights,
+    check_precision,
+    resolve_precision,
+)
 from ..threads import spacy_worker_count, worker_share
 from .segment_cache import SegmentCache
 
@@ -65,8 +64,7 @@ class EncoderShim(PyTorchShim):
     casts_weights = False
 
     def __init__(self, precision: str = "fp32", segment_cache_mb: int = 0):
-        if precision not in (*PRECISIONS, MIXED):
-            raise PrecisionError(f"unknown precision {precision!r}: use {', '.join(PRECISIONS)}")
+        check_precision(precision, allow_mixed=True)
         mixed = precision != "fp32"
         super().__init__(None, mixed_precision=mixed, grad_scaler=PyTorchGradScaler(enabled=False))
         self.precision = precision

@@ -423,11 +423,11 @@ def test_installed_entry_point_runs_every_page(models):
 
 
 def test_pages_without_any_model_say_what_to_do(monkeypatch, tmp_path):
-    from spacy_contextual.formats import bundled
+    from spacy_contextual.hub import resolver
 
     for variable in ("SPACY_CONTEXTUAL_ELMO_MODEL", "SPACY_CONTEXTUAL_COVE_MODEL", "SPACY_CONTEXTUAL_PIPELINE"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(bundled, "ASSETS", tmp_path)  # an installation without its bundled models
+    monkeypatch.setattr(resolver, "ASSETS", tmp_path)  # an installation without its bundled models
     st.cache_resource.clear()  # models that earlier pages of this process loaded would answer instead
     st.cache_data.clear()
     at = run_page("pages/1_Sense_explorer.py")

@@ -87,9 +87,9 @@ def test_iter_embed_streams_in_input_order(embedder):
 @pytest.mark.parametrize("kind", ["elmo", "cove"])
 def test_default_model_missing_gives_clear_error(monkeypatch, tmp_path, kind):
     from spacy_contextual.embedders import load_encoder
-    from spacy_contextual.formats import bundled
+    from spacy_contextual.hub import resolver
 
-    monkeypatch.setattr(bundled, "ASSETS", tmp_path / "none")
+    monkeypatch.setattr(resolver, "ASSETS", tmp_path / "none")
     with pytest.raises(FileNotFoundError, match=f"the bundled {kind} model is missing"):
         load_encoder(kind)
 

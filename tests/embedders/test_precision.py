@@ -15,7 +15,7 @@ from util import SHARED, tiny_bilm, tiny_cove_dir, tiny_cove_mt_dir
 from spacy_contextual.embedders import load_encoder, precision
 from spacy_contextual.embedders.cove import CoveEmbedder
 from spacy_contextual.embedders.elmo import ElmoEmbedder
-from spacy_contextual.embedders.precision import PrecisionError, resolve_precision
+from spacy_contextual.precision import PrecisionError, resolve_precision
 
 SENTENCES = [["The", "bank", "closed", "."], ["Rivers", "flood"], [], ["a", "man", "rides", "a", "horse"]]
 BUDGET = 0.01  # per-layer relative error, bf16 vs fp32: 0.0056 measured on lm_corpus valid (bundled models)

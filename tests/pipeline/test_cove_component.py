@@ -12,7 +12,7 @@ from thinc.api import Config, fix_random_seed
 from util import tiny_cove_dir
 
 from spacy_contextual.embedders.cove import CoveEmbedder
-from spacy_contextual.formats import bundled
+from spacy_contextual.hub import resolver
 from spacy_contextual.layers import cove_model_dir_loader, layer_weights
 
 torch.set_num_threads(1)
@@ -163,7 +163,7 @@ def test_doc_words_from_other_tokenizations(model_dir):
 
 
 def test_missing_bundled_cove_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(bundled, "ASSETS", tmp_path)  # an installation without its assets
+    monkeypatch.setattr(resolver, "ASSETS", tmp_path)  # an installation without its assets
     nlp = spacy.blank("en")
     nlp.add_pipe("cove")
     with pytest.raises(FileNotFoundError, match="the bundled cove model is missing from .*give the path"):

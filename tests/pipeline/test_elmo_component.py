@@ -12,7 +12,7 @@ from spacy.tokens import Doc, DocBin
 from util import tiny_bilm
 
 from spacy_contextual.embedders.elmo import ElmoEmbedder
-from spacy_contextual.formats import bundled
+from spacy_contextual.hub import resolver
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers import elmo_bilm_tf_loader, elmo_model_dir_loader
 from spacy_contextual.pipeline import ContextualData, set_vector_hooks
@@ -179,7 +179,7 @@ def test_uninitialized_component_says_what_to_do():
 
 
 def test_missing_bundled_model_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(bundled, "ASSETS", tmp_path)  # an installation without its assets
+    monkeypatch.setattr(resolver, "ASSETS", tmp_path)  # an installation without its assets
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo")
     with pytest.raises(FileNotFoundError, match="the bundled elmo model is missing from .*give the path"):

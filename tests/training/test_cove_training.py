@@ -284,7 +284,7 @@ def test_train_cove_command_with_overrides(corpus, tmp_path):
 def test_packaged_model_keeps_its_outputs(trained, tmp_path, precision, tolerance):
     output, _ = trained
     result = CliRunner().invoke(
-        app, ["package-cove", str(output / "best"), str(tmp_path / "small"), "--precision", precision]
+        app, ["package-cove", str(output / "best"), str(tmp_path / "small"), "--dtype", precision]
     )
     assert result.exit_code == 0, result.output
     original, small = CoveEmbedder.load(output / "best"), CoveEmbedder.load(tmp_path / "small")

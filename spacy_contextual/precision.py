@@ -24,9 +24,9 @@ from contextlib import AbstractContextManager
 import torch
 from torch import nn
 
-from ..devices import autocast as autocast_to
-from ..errors import ContextualError
-from ..hardware import bf16_is_fast
+from .devices import autocast as autocast_to
+from .errors import ContextualError
+from .hardware import bf16_is_fast
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -41,9 +41,10 @@ class PrecisionError(ContextualError):
     """A precision that is not one of ``PRECISIONS``, or one the device cannot compute."""
 
 
-def check_precision(precision: str) -> str:
-    """``precision`` if it is one of ``PRECISIONS``; raises ``PrecisionError`` naming the choices."""
-    if precision not in PRECISIONS:
+def check_precision(precision: str, allow_mixed: bool = False) -> str:
+    """``precision`` if it is one of ``PRECISIONS`` (or ``MIXED``, where the components' old
+    ``mixed_precision = true`` may have set it); raises ``PrecisionError`` naming the choices."""
+    if precision not in PRECISIONS and not (allow_mixed and precision == MIXED):
         raise PrecisionError(f"unknown precision {precision!r}: use {', '.join(PRECISIONS)}")
     return precision
 

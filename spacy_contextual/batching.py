@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import ContextualError
+from .errors import ContextualError
 
 BOUNDARY_POSITIONS = 2  # <S> and </S>, which ELMo adds; the budget counts them for CoVe too
 

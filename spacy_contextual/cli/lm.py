@@ -1,14 +1,15 @@
-"""``spacy-contextual pretrain-elmo / finetune-elmo / export-elmo / evaluate-lm / sense-probe``."""
+"""The biLM commands: ``spacy-contextual pretrain-elmo / finetune-elmo / export-elmo / evaluate-lm``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from . import params
-from ._app import PRECISION_HELP, app, say_on_interrupt
+from ._app import app, say_on_interrupt
+from .params import InputDir, InputFile, OutputDir, OutputFile, storage_dtype
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -49,7 +50,7 @@ def _print_perplexity(label: str, scores: dict) -> None:
 @app.command("pretrain-elmo", context_settings=EXTRA_ARGS)
 def pretrain_command(
     ctx: typer.Context,
-    config_path: Path = typer.Argument(..., parser=params.InputFile(), help="Pretraining config (JSON)"),
+    config_path: Path = typer.Argument(..., parser=InputFile(), help="Pretraining config (JSON)"),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ) -> None:
@@ -73,14 +74,14 @@ def finetune_command(
     ),
     config_path: Path = typer.Argument(
         ...,
-        parser=params.InputFile(),
+        parser=InputFile(),
         help="Config (JSON); its model section is ignored (the model brings its own)",
     ),
     options_file: Path | None = typer.Option(
-        None, "--options-file", parser=params.InputFile(), help="options.json of a bilm-tf model"
+        None, "--options-file", parser=InputFile(), help="options.json of a bilm-tf model"
     ),
     heldout: Path | None = typer.Option(
-        None, "--heldout", parser=params.InputFile(), help="Held-out text of the domain (default data.valid)"
+        None, "--heldout", parser=InputFile(), help="Held-out text of the domain (default data.valid)"
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
@@ -109,9 +110,15 @@ def finetune_command(
 
 @app.command("export-elmo")
 def export_command(
-    model_dir: Path = typer.Argument(..., parser=params.InputDir(), help="Model dir or training output dir"),
-    output_dir: Path = typer.Argument(..., parser=params.OutputDir(), help="Where to write the export"),
-    fp16: bool = typer.Option(False, "--fp16", help="Store our safetensors in float16 (bilm-tf HDF5 stays float32)"),
+    model_dir: Path = typer.Argument(..., parser=InputDir(), help="Model dir or training output dir"),
+    output_dir: Path = typer.Argument(..., parser=OutputDir(), help="Where to write the export"),
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype", help="How our safetensors store the weights: float32 or float16 (bilm-tf HDF5 stays float32)"
+        ),
+    ] = None,
+    fp16: Annotated[bool, typer.Option("--fp16", hidden=True)] = False,
     no_softmax: bool = typer.Option(False, "--no-softmax", help="Leave the LM softmax out (encoder only)"),
     no_bilm_tf: bool = typer.Option(False, "--no-bilm-tf", help="Skip options.json + weights.hdf5"),
 ) -> None:
@@ -120,7 +127,9 @@ def export_command(
 
     from ..training.export import export_model
 
-    written = export_model(model_dir, output_dir, torch.float16 if fp16 else None, not no_softmax, not no_bilm_tf)
+    stored = storage_dtype(dtype, "float16" if fp16 else None, "float32", choices=("float32", "float16"))
+    dtype_of = {"float32": None, "float16": torch.float16}
+    written = export_model(model_dir, output_dir, dtype_of[stored], not no_softmax, not no_bilm_tf)
     for path in written:
         typer.echo(f"wrote {path}")
 
@@ -128,9 +137,9 @@ def export_command(
 @app.command("evaluate-lm")
 def evaluate_command(
     model_dir: str = typer.Argument(..., help="Model dir with its LM softmax, training output dir, or 'default'"),
-    text: Path = typer.Argument(..., parser=params.InputFile(), help="One tokenised sentence per line (.gz ok)"),
+    text: Path = typer.Argument(..., parser=InputFile(), help="One tokenised sentence per line (.gz ok)"),
     max_sentences: int | None = typer.Option(None, "--max-sentences", min=1),
-    json_out: Path | None = typer.Option(None, "--json", parser=params.OutputFile(), help="Also write the scores here"),
+    json_out: Path | None = typer.Option(None, "--json", parser=OutputFile(), help="Also write the scores here"),
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
     outside the model's vocabulary counted as <UNK>."""
@@ -154,43 +163,3 @@ def evaluate_command(
     if json_out:
         with atomic_file(json_out) as path:
             path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
-
-
-@app.command("sense-probe")
-def sense_probe_command(
-    files: list[Path] = typer.Argument(..., parser=params.InputFile(), help="Sense-labelled JSONL (.gz ok)"),
-    model: str | None = typer.Option(
-        None, "--model", help="Model directory, a name from `spacy-contextual models`, or 'default' (the bundled model)"
-    ),
-    encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
-    folds: int = typer.Option(5, "--folds", min=2),
-    max_per_word: int | None = typer.Option(
-        None, "--max-per-word", min=2, help="Sample at most this many instances per word, stratified by sense"
-    ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sampling, the folds and the bootstrap"),
-    json_out: Path | None = typer.Option(
-        None, "--json", parser=params.OutputFile(), help="Write the results (a list, one object per word)"
-    ),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
-) -> None:
-    """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""
-    from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
-    from ..embedders import load_encoder
-    from ..writer import atomic_file, check_can_write
-
-    if encoder not in ("elmo", "cove"):
-        raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")
-    if json_out:
-        check_can_write(json_out)
-    instances = [read_sense_file(path) for path in files]  # bad input is found before the model loads
-    embedder = load_encoder(encoder, model, precision=precision)
-    results = []
-    for file_instances in instances:
-        results += sense_probe(
-            file_instances, embedder.embed_sentences, folds, seed, max_per_word, embedder.layer_labels
-        )
-    typer.echo(format_table(results))
-    if json_out:
-        with atomic_file(json_out) as path:
-            path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        typer.echo(f"wrote {json_out}")

@@ -1,4 +1,4 @@
-"""CoVe commands: train-glove, train-cove, translate, bleu, export-cove."""
+"""The CoVe MT model's commands: train-glove, train-cove, translate, bleu, export-cove, package-cove."""
 
 from __future__ import annotations
 
@@ -8,18 +8,23 @@ from pathlib import Path
 
 import typer
 
-from . import params
-from ._app import PRECISION_HELP, app
+from ._app import app
+from .params import (
+    InputDir,
+    InputFile,
+    LegacyStoragePrecision,
+    OutputDir,
+    OutputFile,
+    Precision,
+    StorageDtype,
+    storage_dtype,
+)
 
 
 @app.command("train-glove")
 def train_glove_command(
-    corpus: list[Path] = typer.Argument(
-        ..., parser=params.InputFile(), help="Text files (.gz ok), one sentence per line"
-    ),
-    output: Path = typer.Option(
-        ..., "--output", "-o", parser=params.OutputFile(), help="GloVe text file to write (.gz ok)"
-    ),
+    corpus: list[Path] = typer.Argument(..., parser=InputFile(), help="Text files (.gz ok), one sentence per line"),
+    output: Path = typer.Option(..., "--output", "-o", parser=OutputFile(), help="GloVe text file to write (.gz ok)"),
     dim: int = typer.Option(300, "--dim", min=1),
     window: int = typer.Option(10, "--window", min=1),
     min_count: int = typer.Option(5, "--min-count", min=1),
@@ -49,11 +54,11 @@ def train_glove_command(
 def train_cove_command(
     ctx: typer.Context,
     config_path: Path = typer.Argument(
-        ..., parser=params.InputFile(), help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"
+        ..., parser=InputFile(), help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"
     ),
     output: Path = typer.Argument(
         ...,
-        parser=params.OutputDir(),
+        parser=OutputDir(),
         help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json",
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/last"),
@@ -70,7 +75,7 @@ def train_cove_command(
     from ..training.mt import train_mt
     from ..training.mt_config import MTConfig
     from ..writer import check_output_dir
-    from .train import say_how_to_resume
+    from .lm import say_how_to_resume
 
     overrides = parse_config_overrides(ctx.args)
     config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
@@ -86,19 +91,19 @@ def train_cove_command(
 @app.command("translate")
 def translate_command(
     input_file: Path = typer.Argument(
-        ..., parser=params.InputFile(stdin=True), help="One raw English sentence per line; '-' reads stdin"
+        ..., parser=InputFile(stdin=True), help="One raw English sentence per line; '-' reads stdin"
     ),
     model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
     output: Path | None = typer.Option(
-        None, "--output", "-o", parser=params.OutputFile(), help="Write German here instead of stdout"
+        None, "--output", "-o", parser=OutputFile(), help="Write German here instead of stdout"
     ),
     max_length: int = typer.Option(100, "--max-length", min=1),
     replace_unk: bool = typer.Option(
         True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"
     ),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
+    precision: Precision = "fp32",
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
     from ..embedders.cove import CoveEmbedder
@@ -126,10 +131,8 @@ def translate_command(
 
 @app.command("bleu")
 def bleu_command(
-    source: Path = typer.Argument(..., parser=params.InputFile(), help="Raw English, one sentence per line (.gz ok)"),
-    reference: Path = typer.Argument(
-        ..., parser=params.InputFile(), help="Raw German references, line-aligned (.gz ok)"
-    ),
+    source: Path = typer.Argument(..., parser=InputFile(), help="Raw English, one sentence per line (.gz ok)"),
+    reference: Path = typer.Argument(..., parser=InputFile(), help="Raw German references, line-aligned (.gz ok)"),
     model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
     beam: int = typer.Option(5, "--beam", min=1),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0),
@@ -147,28 +150,29 @@ def bleu_command(
 
 @app.command("export-cove")
 def export_cove_command(
-    mt_dir: Path = typer.Argument(..., parser=params.InputDir(), help="A cove-mt model directory"),
-    out_dir: Path = typer.Argument(..., parser=params.OutputDir(), help="Where to write the cove-encoder directory"),
-    precision: str = typer.Option("float16", "--precision", help="float32, float16 or int8 (row-wise scaled matrices)"),
+    mt_dir: Path = typer.Argument(..., parser=InputDir(), help="A cove-mt model directory"),
+    out_dir: Path = typer.Argument(..., parser=OutputDir(), help="Where to write the cove-encoder directory"),
+    dtype: StorageDtype = None,
+    legacy_precision: LegacyStoragePrecision = None,
 ) -> None:
-    """Truncate the MT model to its frozen encoder: MT-LSTM + source vocabulary + GloVe rows."""
+    """Truncate the MT model to its frozen encoder: MT-LSTM + source vocabulary + GloVe rows (float16 by default)."""
     from ..formats.cove_dir import export_encoder
 
-    path = export_encoder(mt_dir, out_dir, precision)
+    path = export_encoder(mt_dir, out_dir, storage_dtype(dtype, legacy_precision, "float16"))
     typer.echo(f"wrote the CoVe encoder to {path}")
 
 
 @app.command("package-cove")
 def package_cove_command(
-    mt_dir: Path = typer.Argument(..., parser=params.InputDir(), help="A cove-mt model directory (e.g. a run's best/)"),
-    out_dir: Path = typer.Argument(
-        ..., parser=params.OutputDir(), help="Where to write the repacked cove-mt directory"
-    ),
-    precision: str = typer.Option("float16", "--precision", help="float32, float16 or int8 (row-wise scaled matrices)"),
+    mt_dir: Path = typer.Argument(..., parser=InputDir(), help="A cove-mt model directory (e.g. a run's best/)"),
+    out_dir: Path = typer.Argument(..., parser=OutputDir(), help="Where to write the repacked cove-mt directory"),
+    dtype: StorageDtype = None,
+    legacy_precision: LegacyStoragePrecision = None,
 ) -> None:
     """Re-save a whole MT model at a smaller storage precision (how the bundled default is made)."""
     from ..formats.cove_dir import load_translator, save_translator
 
+    stored = storage_dtype(dtype, legacy_precision, "float16")
     model, source_vocab, target_vocab = load_translator(mt_dir)
-    path = save_translator(model, out_dir, source_vocab, target_vocab, precision)
-    typer.echo(f"wrote the CoVe MT model ({precision}) to {path}")
+    path = save_translator(model, out_dir, source_vocab, target_vocab, stored)
+    typer.echo(f"wrote the CoVe MT model ({stored}) to {path}")

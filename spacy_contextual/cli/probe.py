@@ -1,0 +1,52 @@
+"""``spacy-contextual sense-probe``: 1-nearest-neighbour sense centroids per layer (the ELMo paper's WSD
+probe), 5-fold cross-validated per word, next to the most-frequent-sense baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ._app import app
+from .params import InputFile, OutputFile, Precision
+
+
+@app.command("sense-probe")
+def sense_probe_command(
+    files: list[Path] = typer.Argument(..., parser=InputFile(), help="Sense-labelled JSONL (.gz ok)"),
+    model: str | None = typer.Option(
+        None, "--model", help="Model directory, a name from `spacy-contextual models`, or 'default' (the bundled model)"
+    ),
+    encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
+    folds: int = typer.Option(5, "--folds", min=2),
+    max_per_word: int | None = typer.Option(
+        None, "--max-per-word", min=2, help="Sample at most this many instances per word, stratified by sense"
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sampling, the folds and the bootstrap"),
+    json_out: Path | None = typer.Option(
+        None, "--json", parser=OutputFile(), help="Write the results (a list, one object per word)"
+    ),
+    precision: Precision = "fp32",
+) -> None:
+    """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""
+    from ..analysis.sense_probe import format_table, read_sense_file, sense_probe
+    from ..embedders import load_encoder
+    from ..writer import atomic_file, check_can_write
+
+    if encoder not in ("elmo", "cove"):
+        raise typer.BadParameter(f"--encoder must be elmo or cove, got {encoder!r}")
+    if json_out:
+        check_can_write(json_out)
+    instances = [read_sense_file(path) for path in files]  # bad input is found before the model loads
+    embedder = load_encoder(encoder, model, precision=precision)
+    results = []
+    for file_instances in instances:
+        results += sense_probe(
+            file_instances, embedder.embed_sentences, folds, seed, max_per_word, embedder.layer_labels
+        )
+    typer.echo(format_table(results))
+    if json_out:
+        with atomic_file(json_out) as path:
+            path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {json_out}")
