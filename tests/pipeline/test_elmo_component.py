@@ -12,8 +12,8 @@ from spacy.tokens import Doc, DocBin
 from util import tiny_bilm
 
 from spacy_contextual.embedders.elmo import ElmoEmbedder
-from spacy_contextual.hub import resolver
 from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.hub import resolver
 from spacy_contextual.layers import elmo_bilm_tf_loader, elmo_model_dir_loader
 from spacy_contextual.pipeline import ContextualData, set_vector_hooks
 
