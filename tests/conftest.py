@@ -1,5 +1,11 @@
-"""Shared fixtures (the AllenNLP tiny anchor, a tiny model directory) and the --slow option; the
-helpers behind them are in util.py."""
+"""Shared fixtures (the AllenNLP tiny anchor, a tiny model directory), the --slow option and the test
+tiers; the helpers behind them are in util.py.
+
+Tiers: ``-m "not integration"`` is the fast in-process tier. A test is ``integration`` when it starts a
+process (a subprocess, a multiprocessing worker: ``nlp.pipe(n_process=2)``, torchrun), serves files
+(the ``server`` fixture), drives a browser, or runs ``spacy train``: tests using the server fixture and
+the modules that train or drive a browser are marked here, and any other test that starts a process
+without the mark fails, so the fast tier stays in-process by construction."""
 
 from __future__ import annotations
 
@@ -14,13 +20,46 @@ def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False, help="also run tests marked slow")
 
 
+INTEGRATION_FIXTURES = {"server"}  # a loopback HTTP server
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
     if config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --slow")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def in_process_unless_integration(request, monkeypatch):
+    """A test outside the integration tier may not start a process (see the module docstring)."""
+    if request.node.get_closest_marker("integration"):
+        yield
+        return
+    import multiprocessing.process
+    import subprocess
+
+    started = []
+    execute_child, start = subprocess.Popen._execute_child, multiprocessing.process.BaseProcess.start
+
+    def record_child(self, args, *rest, **kwargs):
+        started.append(args if isinstance(args, str) else " ".join(map(str, args))[:120])
+        return execute_child(self, args, *rest, **kwargs)
+
+    def record_start(self):
+        started.append(f"multiprocessing {self.name}")
+        return start(self)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", record_child)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", record_start)
+    yield
+    if started:
+        pytest.fail(f"this test starts a process ({started[0]}): mark it @pytest.mark.integration", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -93,6 +93,7 @@ def test_training_device_auto_and_cpu():
     assert Runtime.from_environment("auto").device.type == ("cuda" if HAS_CUDA else "cpu")
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 def test_training_device_under_torchrun(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "0")
@@ -117,6 +118,7 @@ def test_elmo_command_reads_the_device(tiny_model_dir, tmp_path):
         assert out["0"].shape == (3, 3, 32)
 
 
+@pytest.mark.integration
 def test_each_torchrun_process_gets_the_gpu_of_its_local_rank(monkeypatch):
     """``rank_device`` (training and sharded embedding alike) on a stand-in machine with two GPUs."""
     current = []

@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from compare_table import comparison, error_reduction  # noqa: E402
 from record import record_entry  # noqa: E402
 
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
+
 REVIEWS = [("a fine , moving film .\nloved it .", "pos"), ("dull and far too long .", "neg")]
 
 

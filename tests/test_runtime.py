@@ -12,6 +12,8 @@ import torch
 
 from spacy_contextual.runtime import Runtime, process_rank
 
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
+
 
 def test_alone_a_process_is_rank_zero_of_one_and_barriers_return():
     runtime = Runtime.from_environment("cpu")

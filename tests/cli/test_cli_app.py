@@ -47,6 +47,7 @@ def test_debug_shows_the_traceback(tmp_path, monkeypatch):
     assert isinstance(cli("translate", tmp_path / "missing.txt").exception, FileNotFoundError)
 
 
+@pytest.mark.integration
 def test_the_installed_command_prints_one_line_and_exits_1(tmp_path):
     bad = sense_file(tmp_path / "bad.jsonl", [GOOD_SENSE, "{not json"])
     done = subprocess.run(
@@ -134,6 +135,7 @@ def test_a_command_with_nothing_to_resume_says_interrupted(tmp_path):
     assert (returncode, stderr) == (143, "interrupted\n")
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_only_rank_0_of_a_torchrun_job_prints_the_line(tmp_path, monkeypatch):
     monkeypatch.setenv("RANK", "1")

@@ -3,9 +3,12 @@
 import os
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from spacy_contextual.cli import app, dashboard
+
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
 
 
 def test_app_command_is_registered():

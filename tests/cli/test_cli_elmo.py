@@ -79,6 +79,7 @@ def test_bad_invocations(tmp_path, input_file, tiny_model_dir, tiny_anchor):
     assert half.exit_code != 0 and "go together" in half.output
 
 
+@pytest.mark.integration
 def test_console_script_runs(tmp_path, input_file, tiny_model_dir):
     out = tmp_path / "out.hdf5"
     cmd = [

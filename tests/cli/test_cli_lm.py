@@ -89,6 +89,7 @@ def test_output_folders_that_cannot_be_written_are_refused_before_work(config_fi
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("command", [pytest.param("evaluate-lm", marks=pytest.mark.slow), "sense-probe"])
 def test_a_long_command_on_the_bundled_model_is_interrupted_in_one_line(tmp_path, command):

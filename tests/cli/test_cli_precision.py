@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 from util import SHARED, tiny_bilm
 
+from spacy_contextual import precision
 from spacy_contextual.cli import app
-from spacy_contextual.embedders import load_encoder, precision
+from spacy_contextual.embedders import load_encoder
 from spacy_contextual.formats.bilm_dir import save_bilm
 
 runner = CliRunner()
@@ -57,6 +58,7 @@ def test_bf16_embedding_of_the_bundled_models(tmp_path, valid_file, kind):
     assert any(not np.array_equal(array, full) for array, full in zip(written, exact, strict=True))
 
 
+@pytest.mark.integration
 @pytest.mark.slow  # two ranks start in their own processes: ~50 s on a busy 2-core machine
 @pytest.mark.timeout(300)
 def test_bf16_sharded(tmp_path, valid_file, tiny_model_dir):

@@ -23,6 +23,8 @@ from spacy_contextual.corpus.job import select_layers
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
+
 RUN_SECONDS = 300
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]

@@ -229,6 +229,7 @@ def test_too_many_processes_are_refused(tmp_path, lines_file):
     one_error_line(result, "--processes must be between 1 and")
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("where", ["part", "output", "spool"])
 def test_a_full_disk_is_one_line_leaves_no_temporary_file_and_a_rerun_works(
@@ -316,6 +317,7 @@ def test_a_damaged_part_is_named_and_recomputed(tmp_path, lines_file, tiny_model
     assert all(np.array_equal(arrays[key], reference[key]) for key in reference)
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(120)
 def test_a_stream_is_read_once_with_the_bundled_model(tmp_path, lines_file):
     """stdin through a pipe: spooled to OUTPUT.parts/, so the count and the embedding see the same lines."""
@@ -329,6 +331,7 @@ def test_a_stream_is_read_once_with_the_bundled_model(tmp_path, lines_file):
     assert not (tmp_path / "out.hdf5.parts").exists()
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_a_stream_under_torchrun_is_refused_at_once(tmp_path, lines_file, monkeypatch):
     fifo = tmp_path / "fifo"
@@ -357,6 +360,7 @@ def test_tiny_cove_output_next_to_its_model_is_fine(tmp_path, lines_file):
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_zcat_into_stdin_with_two_processes(tmp_path, lines_file, tiny_model_dir):
     """``zcat corpus.gz | spacy-contextual elmo /dev/stdin out.hdf5 --processes 2``: the stream is
@@ -377,6 +381,7 @@ def test_zcat_into_stdin_with_two_processes(tmp_path, lines_file, tiny_model_dir
     assert not (tmp_path / "out.hdf5.parts" / "input.spool").exists()
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_a_stream_that_fails_leaves_no_copy_behind(tmp_path, tiny_model_dir):
     out = tmp_path / "out.hdf5"

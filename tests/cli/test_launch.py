@@ -17,6 +17,8 @@ from util import DATA, tiny_bilm
 
 from spacy_contextual.formats.bilm_dir import save_bilm
 
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
+
 COMMAND = [sys.executable, "-m", "spacy_contextual", "elmo"]
 INTERRUPTED = "interrupted; run the same command to resume"
 

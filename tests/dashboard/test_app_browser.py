@@ -26,6 +26,8 @@ if chromium_binary() is None or not Path(CHROMEDRIVER).is_file():
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
+
 HOME = REPO / "app" / "Home.py"
 CONTEXTUAL_CHART = ".st-key-sense_chart .js-plotly-plot"
 

@@ -43,6 +43,8 @@ from util import DATA, REPO, free_port, tiny_bilm, tiny_elmo_dir, tiny_listener_
 from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
 from spacy_contextual.hub.catalog import CATALOG_ENV, load_catalog
 
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
+
 DOCS = ["README.md", "CONTRIBUTING.md", "benchmarks/README.md"]
 PROJECT_RUN = re.compile(r"`(python -m spacy project run [^`]*)`")
 

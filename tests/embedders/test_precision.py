@@ -12,7 +12,8 @@ import pytest
 import torch
 from util import SHARED, tiny_bilm, tiny_cove_dir, tiny_cove_mt_dir
 
-from spacy_contextual.embedders import load_encoder, precision
+from spacy_contextual import precision
+from spacy_contextual.embedders import load_encoder
 from spacy_contextual.embedders.cove import CoveEmbedder
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.precision import PrecisionError, resolve_precision

@@ -104,6 +104,7 @@ def test_cli_all_layers_match_the_original(tmp_path):
             np.testing.assert_allclose(f[str(row)][...], reference[str(i)], **TOLERANCE)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cli_sharded_matches_the_original(tmp_path):

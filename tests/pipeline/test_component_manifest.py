@@ -39,6 +39,7 @@ def test_altered_weights_are_refused_naming_the_file(saved):
         spacy.load(saved)
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_truncated_file_is_one_clear_error_naming_it(saved):
     model = saved / "elmo" / "model"
@@ -54,6 +55,7 @@ def test_truncated_file_is_one_clear_error_naming_it(saved):
     )
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_altered_settings_and_a_missing_manifest_are_refused(saved):
     cfg = saved / "elmo" / "cfg"

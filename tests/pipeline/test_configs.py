@@ -19,6 +19,8 @@ from spacy_contextual.cli import app
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers import layer_weights
 
+pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
+
 ROOT = REPO
 CONFIGS = ROOT / "configs"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

@@ -53,6 +53,7 @@ def one_process(pipelines):
     return {kind: [layers_of(doc, kind) for doc in pipelines[kind].pipe(TEXTS)] for kind in KINDS}
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("parent", ["initialized", "processed", "spacy.load"])
@@ -75,6 +76,7 @@ def test_n_process_2_finishes_and_matches_one_process(pipelines, one_process, ki
     assert max(worker_threads) * 2 <= default_threads  # N processes x threads <= the parent's threads
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(180)
 def test_n_process_2_with_trained_listeners_after_spacy_load(default_threads, tmp_path):
     """A trained pipeline (bundled ELMo, a tagger and a textcat each listening with its own mix),
@@ -92,6 +94,7 @@ def test_n_process_2_with_trained_listeners_after_spacy_load(default_threads, tm
         np.testing.assert_allclose(layers_of(doc, "elmo"), layers_of(expected, "elmo"), atol=1e-5)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_n_process_with_spawned_workers(tmp_path):

@@ -114,6 +114,7 @@ def test_doc_bytes_and_docbin_keep_the_data(nlp):
     np.testing.assert_allclose(docs[0][1].vector, doc[1].vector)
 
 
+@pytest.mark.integration
 def test_multiprocessing_gives_the_same_data(nlp):
     texts = [TEXT, "Another sentence here.", "", "Bank bank bank."]
     single = [d._.elmo_data for d in nlp.pipe(texts)]

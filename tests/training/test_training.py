@@ -201,6 +201,7 @@ def test_existing_run_needs_resume(corpus, tmp_path):
         pretrain(tiny_pretrain_config(corpus, tmp_path / "run", max_steps=2), log=quiet)
 
 
+@pytest.mark.integration
 def test_run_killed_with_sigkill_resumes_from_its_checkpoint(corpus, tmp_path):
     """A run writing a checkpoint every step is SIGKILLed mid-way; ``--resume`` continues from that
     checkpoint (its step counter, weights, optimizer, data position and RNG) and ends with exactly
@@ -286,6 +287,7 @@ def torchrun(*args: str) -> list[str]:
     ]
 
 
+@pytest.mark.integration
 def test_ddp_two_cpu_processes_under_torchrun_keep_identical_weights(corpus, tmp_path):
     config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=5, dropout=0.1)
     config.save(tmp_path / "config.json")
@@ -354,6 +356,7 @@ def test_cli_finetune_takes_a_catalog_name(corpus, tmp_path, home, server):
     assert load_bilm(tmp_path / "ft" / "model").config.n_highway == 2  # the published pair's architecture
 
 
+@pytest.mark.integration
 def test_cli_finetune_under_torchrun_trains_on_two_shards_and_reports_once(corpus, tmp_path):
     root = FIXTURES / "tiny_anchor"
     config_file = tmp_path / "config.json"
