@@ -248,8 +248,9 @@ def atomic_directory(
         yield tmp
         fsync_tree(tmp)
         replace_directory(tmp, target)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise_storage_failure(error, target)
         raise
 
 
@@ -270,8 +271,9 @@ def atomic_file(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Iterat
         yield tmp
         fsync_file(tmp)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as error:
         tmp.unlink(missing_ok=True)
+        raise_storage_failure(error, target)
         raise
     fsync_directory(target.parent)
 
@@ -294,6 +296,19 @@ STORAGE_FAILURES = {  # errno -> (reason, words of the same error in a library's
     errno.EDQUOT: ("the disk quota is used up", "Disk quota exceeded"),
     errno.EIO: ("the disk reported an input/output error", "Input/output error"),
 }
+
+
+class StorageError(OutputError):
+    """A write the storage refused: a full disk, a file-size limit, a quota, an I/O error."""
+
+
+def raise_storage_failure(error: BaseException, target: Path) -> None:
+    """Raise ``error`` again as one ``StorageError`` line naming ``target``, if the storage refused the write."""
+    reason = storage_failure(error) if isinstance(error, (OSError, RuntimeError)) else None
+    if reason is not None:
+        raise StorageError(
+            f"could not write {target}: {reason}; nothing was left half-written: free some space or raise the limit"
+        ) from None
 
 
 def check_room(path: PathLike, nbytes: int) -> None:

@@ -164,9 +164,8 @@ def test_a_full_disk_leaves_the_old_model_and_no_temporary(tmp_path, monkeypatch
     save_bilm(tiny_bilm(seed=0), tmp_path / "model")
     with monkeypatch.context() as full_disk:
         full_disk.setattr(model_dir, "save_file", full_disk_save_file)
-        with pytest.raises(OSError) as failed:
+        with pytest.raises(writer.StorageError, match=r"could not write .*model: the disk is full"):
             save_bilm(tiny_bilm(seed=1), tmp_path / "model")
-    assert failed.value.errno == errno.ENOSPC
     assert leftovers(tmp_path) == [] and same_weights(load_bilm(tmp_path / "model"), tiny_bilm(seed=0))
     save_bilm(tiny_bilm(seed=1), tmp_path / "model")  # the rerun works
     assert same_weights(load_bilm(tmp_path / "model"), tiny_bilm(seed=1)) and leftovers(tmp_path) == []
@@ -176,7 +175,7 @@ def test_a_full_disk_leaves_the_old_model_and_no_temporary(tmp_path, monkeypatch
 def test_export_on_a_full_disk_is_one_line(tmp_path, tiny_model_dir, monkeypatch):
     monkeypatch.setattr(model_dir, "save_file", full_disk_save_file)
     result = invoke("export-elmo", tiny_model_dir, tmp_path / "export", "--no-bilm-tf")
-    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "No space left on device" in result.stderr
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "the disk is full" in result.stderr
     assert leftovers(tmp_path) == [] and not (tmp_path / "export").exists()
 
 
@@ -190,14 +189,14 @@ def test_a_fifo_is_never_replaced(tmp_path, tiny_model_dir):
     text = tmp_path / "in.txt"
     text.write_text("the bank .\n")
     result = invoke("sense-probe", text, "--json", fifo)
-    assert result.exit_code == 1 and "device or other special file" in result.stderr
+    assert result.exit_code == 1 and "other special file" in result.stderr
     result = invoke("export-elmo", tiny_model_dir, fifo)
     assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "not a directory" in result.stderr
     assert fifo.exists() and not fifo.is_file() and leftovers(tmp_path) == []
     (tiny_model_dir / "manifest.json").unlink()
     os.mkfifo(tiny_model_dir / "manifest.json")
     result = invoke("write-manifest", tiny_model_dir)
-    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "device or other special file" in result.stderr
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "other special file" in result.stderr
 
 
 @pytest.mark.timeout(120)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ContextualError
-from ..writer import MARK, atomic_file, storage_failure
+from ..writer import MARK, StorageError, atomic_file, storage_failure
 
 MARKER = ".spacy-contextual-parts"
 SPOOL = "input.spool"
@@ -90,6 +90,8 @@ def disk_errors(path: Path) -> Iterator[None]:
     ``path`` and the fix; the part being written is removed by the writer."""
     try:
         yield
+    except StorageError as error:  # the writer's own line, naming the part
+        raise PartsError(f"{error}, then run the same command to resume") from None
     except (OSError, RuntimeError) as error:  # h5py raises either, with the errno in its message
         reason = storage_failure(error)
         if reason is None:

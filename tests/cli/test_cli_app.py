@@ -41,10 +41,12 @@ def test_a_bad_weight_file_is_one_line(tmp_path):
 
 
 def test_debug_shows_the_traceback(tmp_path, monkeypatch):
-    result = cli("--debug", "translate", tmp_path / "missing.txt")
+    english = tmp_path / "en.txt"
+    english.write_text("A man .\n", encoding="utf-8")
+    result = cli("--debug", "translate", english, "--model", tmp_path / "missing")
     assert isinstance(result.exception, FileNotFoundError)
     monkeypatch.setenv("SPACY_CONTEXTUAL_DEBUG", "1")
-    assert isinstance(cli("translate", tmp_path / "missing.txt").exception, FileNotFoundError)
+    assert isinstance(cli("translate", english, "--model", tmp_path / "missing").exception, FileNotFoundError)
 
 
 @pytest.mark.integration
@@ -122,6 +124,7 @@ def interrupt(tmp_path, signum, *args, send=True):
     return process.returncode, stderr
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_stop_signal_is_one_line_and_its_exit_code(tmp_path, signum, code):
@@ -129,6 +132,7 @@ def test_a_stop_signal_is_one_line_and_its_exit_code(tmp_path, signum, code):
     assert (returncode, stderr) == (code, "interrupted\n")
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_a_command_with_nothing_to_resume_says_interrupted(tmp_path):
     returncode, stderr = interrupt(tmp_path, signal.SIGTERM, "wait")
@@ -142,12 +146,14 @@ def test_only_rank_0_of_a_torchrun_job_prints_the_line(tmp_path, monkeypatch):
     assert interrupt(tmp_path, signal.SIGINT, "plain") == (130, "")
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_a_command_names_its_own_way_to_resume(tmp_path):
     returncode, stderr = interrupt(tmp_path, signal.SIGINT, "wait", "--hint", "run the same command to resume")
     assert (returncode, stderr) == (130, "interrupted; run the same command to resume\n")
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_a_signal_that_lands_in_a_finalizer_still_stops_the_command(tmp_path):
     returncode, stderr = interrupt(tmp_path, signal.SIGTERM, "finalizer", send=False)

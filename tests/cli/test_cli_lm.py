@@ -50,6 +50,7 @@ def wait_for(condition, process, seconds=120):
         time.sleep(0.05)
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_sigterm_after_a_checkpoint_says_resume_and_the_resume_works(config_file, tmp_path):
     run = tmp_path / "run"
@@ -65,6 +66,7 @@ def test_sigterm_after_a_checkpoint_says_resume_and_the_resume_works(config_file
     assert "resumed from" in resumed.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_sigint_before_any_checkpoint_is_just_interrupted(config_file, tmp_path):
     process = start(config_file, "training.checkpoint_minutes=1000000")
