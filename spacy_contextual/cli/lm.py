@@ -127,7 +127,8 @@ def export_command(
 
     from ..training.export import export_model
 
-    stored = storage_dtype(dtype, "float16" if fp16 else None, "float32", choices=("float32", "float16"))
+    legacy = "float16" if fp16 else None
+    stored = storage_dtype(dtype, legacy, "float32", choices=("float32", "float16"), legacy_flag="--fp16")
     dtype_of = {"float32": None, "float16": torch.float16}
     written = export_model(model_dir, output_dir, dtype_of[stored], not no_softmax, not no_bilm_tf)
     for path in written:

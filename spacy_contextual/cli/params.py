@@ -35,14 +35,14 @@ StorageDtype = Annotated[
 LegacyStoragePrecision = Annotated[str | None, typer.Option("--precision", hidden=True)]
 
 
-def storage_dtype(dtype: str | None, legacy: str | None, default: str, choices=STORAGE_DTYPES) -> str:
+def storage_dtype(
+    dtype: str | None, legacy: str | None, default: str, choices=STORAGE_DTYPES, legacy_flag: str = "--precision"
+) -> str:
     """The ``--dtype`` value (or the hidden old spelling's, with a warning), checked against ``choices``."""
     if legacy is not None:
         if dtype is not None and dtype != legacy:
-            raise typer.BadParameter(f"--dtype {dtype} and --precision {legacy} disagree: give --dtype only")
-        warnings.warn(
-            "--precision on an export is now --dtype (the storage dtype); the old spelling goes", stacklevel=2
-        )
+            raise typer.BadParameter(f"--dtype {dtype} and {legacy_flag} disagree: give --dtype only")
+        warnings.warn(f"{legacy_flag} on an export is now --dtype {legacy} (the storage dtype)", stacklevel=2)
     value = dtype or legacy or default
     if value not in choices:
         raise typer.BadParameter(f"--dtype {value!r} is not one of {', '.join(choices)}")

@@ -266,3 +266,20 @@ def test_a_file_size_limit_while_writing_hdf5_is_one_line_and_leaves_nothing_hal
     assert lines[-1].startswith("error: ") and "larger than this system allows" in lines[-1], finished.stderr[-2000:]
     assert "Traceback" not in finished.stderr and not out.exists()
     assert writer_leftovers(tmp_path) == []
+
+
+@pytest.mark.timeout(60)
+def test_exports_take_the_storage_dtype_as_dtype_and_the_old_spellings_still_work(tmp_path):
+    """--dtype names the storage dtype on every export; --precision (a compute precision elsewhere) and
+    --fp16 stay as hidden aliases that say the new spelling."""
+    model = tmp_path / "model"
+    save_bilm(tiny_bilm(), model)
+    assert runner.invoke(app, ["export-elmo", str(model), str(tmp_path / "a"), "--dtype", "float16"]).exit_code == 0
+    old = runner.invoke(app, ["export-elmo", str(model), str(tmp_path / "b"), "--fp16", "--no-bilm-tf"])
+    assert old.exit_code == 0 and "--fp16 on an export is now --dtype float16" in old.stderr
+    assert_one_line_error(
+        runner.invoke(app, ["export-elmo", str(model), str(tmp_path / "c"), "--dtype", "int4"]), "--dtype"
+    )
+    for name in ("export-elmo", "export-cove", "package-cove"):
+        text = runner.invoke(app, [name, "--help"]).output
+        assert "--dtype" in text and "--fp16" not in text
