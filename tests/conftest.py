@@ -3,7 +3,7 @@ tiers; the helpers behind them are in util.py.
 
 Tiers: ``-m "not integration"`` is the fast in-process tier. A test is ``integration`` when it starts a
 process (a subprocess, a multiprocessing worker: ``nlp.pipe(n_process=2)``, torchrun), serves files
-(the ``server`` fixture), drives a browser, or runs ``spacy train``: tests using the server fixture and
+(the ``server`` fixture), drives a browser, runs ``spacy train`` or trains a model end to end: tests using the server fixture and
 the modules that train or drive a browser are marked here, and any other test that starts a process
 without the mark fails, so the fast tier stays in-process by construction."""
 

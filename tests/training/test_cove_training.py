@@ -20,6 +20,8 @@ from spacy_contextual.formats.vectors import write_glove
 from spacy_contextual.training.mt import train_mt as train_mt_config
 from spacy_contextual.training.mt_config import MTConfig, MTVocabConfig
 
+pytestmark = pytest.mark.integration  # trains the MT model end to end
+
 EN = {
     "a": "ein",
     "big": "großer",

@@ -137,6 +137,7 @@ def test_biLM_loss_under_autocast_backpropagates(train_text):
     [({}, {}), ({"batching": "windows", "bptt_steps": 10}, {}), ({}, {"kind": "sampled", "negatives": 64})],
     ids=["sentences-adaptive", "bptt-windows", "sampled-softmax"],
 )
+@pytest.mark.integration  # trains to a measurable change: minutes of the fast tier
 def test_mixed_precision_training_follows_float32(train_text, tmp_path, data, softmax):
     perplexities = []
     for mixed_precision in (False, True):

@@ -154,6 +154,7 @@ def test_window_loss_with_carried_state_equals_one_long_window(corpus):
     [({}, {}), ({"batching": "windows", "bptt_steps": 10}, {}), ({}, {"kind": "sampled", "negatives": 64})],
     ids=["sentences-adaptive", "bptt-windows", "sampled-softmax"],
 )
+@pytest.mark.integration  # trains to a measurable change: minutes of the fast tier
 def test_training_lowers_validation_perplexity(corpus, tmp_path, data, softmax):
     config = tiny_pretrain_config(corpus, tmp_path / "run", max_steps=40)
     config.data = replace(config.data, **data)
@@ -181,6 +182,7 @@ def test_unknown_batching_is_named(corpus, tmp_path):
         pretrain(config, log=quiet)
 
 
+@pytest.mark.integration  # trains to a measurable change: minutes of the fast tier
 def test_same_seed_gives_identical_weights(corpus, tmp_path):
     runs = []
     for name in ("a", "b"):
@@ -313,6 +315,7 @@ def test_ddp_two_cpu_processes_under_torchrun_keep_identical_weights(corpus, tmp
 # -- fine-tuning, evaluation, export ------------------------------------------------------------
 
 
+@pytest.mark.integration  # trains to a measurable change: minutes of the fast tier
 def test_finetuning_a_bilm_tf_file_initialises_a_new_softmax_and_says_so(corpus, tmp_path):
     root = FIXTURES / "tiny_anchor"
     config = tiny_pretrain_config(corpus, tmp_path / "ft", max_steps=15)
