@@ -117,7 +117,7 @@ def home(tmp_path, monkeypatch):
     """An empty model cache for the test, online, with a short server timeout and no user catalog."""
     from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
     from spacy_contextual.hub.catalog import CATALOG_ENV
-    from spacy_contextual.hub.fetch import TIMEOUT_ENV
+    from spacy_contextual.hub.limits import TIMEOUT_ENV
 
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(OFFLINE_ENV, raising=False)

@@ -2,6 +2,10 @@
 requests per path, and misbehaves on demand (per path): "404", "500", "drop" (announces the full
 length, sends half, closes), "slow" (sends the headers, then nothing for ``stall`` seconds),
 "trickle" (the whole file in small pieces over ``trickle_seconds``), "corrupt" (one byte flipped).
+The hostile modes: "endless" (no length, the file's bytes over and over until the client hangs up or
+``endless_limit`` bytes are sent), "huge" (announces ``endless_limit`` bytes, then sends like
+"endless"), "gzip" (the file gzip-compressed, sent with ``Content-Encoding: gzip`` whatever the
+client asked for), "drip" (no length, one byte a second until the client hangs up).
 No Range requests: pooch never sends one (a killed download restarts from the beginning).
 
 Also the random-weight files in each published layout that the tests serve, and a catalog for them.
@@ -9,6 +13,7 @@ Also the random-weight files in each published layout that the tests serve, and 
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import threading
@@ -29,6 +34,8 @@ class ModelServer:
         self.modes: dict[str, str] = {}
         self.requests: Counter[str] = Counter()
         self.sent: Counter[str] = Counter()
+        self.headers: dict[str, dict[str, str]] = {}  # the last request's headers, per path
+        self.endless_limit = 1 << 30
         self.stall = 30.0
         self.trickle_seconds = 3.0
         handler = type("Handler", (_Handler,), {"owner": self})
@@ -69,15 +76,30 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in server.files or mode in ("404", "500"):
             self.send_error(500 if mode == "500" else 404)
             return
+        server.headers[path] = dict(self.headers.items())
         data = server.files[path]
         if mode == "corrupt":
             data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        if mode == "gzip":
+            data = gzip.compress(data)
         self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
+        if mode == "gzip":
+            self.send_header("Content-Encoding", "gzip")
+        if mode == "huge":
+            self.send_header("Content-Length", str(server.endless_limit))
+        elif mode not in ("endless", "drip"):
+            self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         body = data
         try:
-            if mode == "drop":
+            if mode in ("endless", "huge"):
+                while server.sent[path] < server.endless_limit:
+                    self._send(path, body)
+            elif mode == "drip":
+                for offset in range(server.endless_limit):
+                    self._send(path, body[offset % len(body) : offset % len(body) + 1])
+                    time.sleep(1.0)
+            elif mode == "drop":
                 self._send(path, body[: len(body) // 2])
             elif mode == "slow":
                 time.sleep(server.stall)
@@ -92,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(path, body)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        if mode == "drop":
+        if mode in ("drop", "endless", "huge", "drip"):
             self.close_connection = True
 
     def _send(self, path: str, chunk: bytes) -> None:

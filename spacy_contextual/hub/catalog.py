@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import ContextualError, quoted
 from ..text_files import read_json
 from ..types import PathLike
+from .stream import SCHEMES
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
 CATALOG_ENV = "SPACY_CONTEXTUAL_CATALOG"
@@ -72,9 +73,12 @@ def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
     unknown = sorted(set(spec) - FILE_KEYS)
     if unknown:
         raise CatalogError(f"{where}: unknown keys {unknown}; allowed: {sorted(FILE_KEYS)}")
-    urls = [spec.get("url"), *spec.get("mirrors", [])]
-    if not all(isinstance(url, str) and "://" in url for url in urls):
-        raise CatalogError(f"{where}: 'url' and every mirror must be a URL such as https://... or file:///...")
+    mirrors = spec.get("mirrors", [])
+    if not isinstance(mirrors, list):
+        raise CatalogError(f"{where}: 'mirrors' must be a list of URLs, not {type(mirrors).__name__}")
+    urls = [spec.get("url"), *mirrors]
+    if not all(isinstance(url, str) and url.split("://", 1)[0] in SCHEMES and "://" in url for url in urls):
+        raise CatalogError(f"{where}: 'url' and every mirror must be an http://, https:// or file:/// URL")
     sha256, prefix, size = spec.get("sha256"), spec.get("sha256_prefix"), spec.get("bytes")
     if sha256 is not None and not (isinstance(sha256, str) and len(sha256) == 64 and HEX.match(sha256)):
         raise CatalogError(f"{where}: 'sha256' must be 64 lowercase hex digits")

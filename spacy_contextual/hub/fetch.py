@@ -1,36 +1,32 @@
 """Fetching a catalog model into the cache: the only code in the package that downloads.
 
 ``fetch(entry)`` returns the model's cache directory (``cache.py``), downloading it first when it is
-not cached. The download, under a file lock per model so that concurrent processes fetch once:
+not cached. The download, under the model's lock (``lock.py``: concurrent processes fetch once, and
+a process waits for another a bounded time):
 
-1. ``<home>/<name>.tmp/`` is emptied; each file is downloaded there with pooch (URL, then mirrors),
-   which streams to a temporary file and renames it only when complete and, where a SHA-256 is
-   known, only when it matches. Known means published in the catalog, or recorded at this model's
-   first download (trust on first use). A published ``sha256_prefix`` and ``bytes`` are checked too.
-2. Archives are unpacked (``archive.py``); the record (``download.json``) is written; the folder is
-   fsynced and renamed to ``<home>/<name>/`` in one step (``atomic.py``).
+1. Each file is downloaded into the writer's working folder (``writer.atomic_directory``) with pooch
+   (URL, then mirrors) and our downloader (``stream.py``), which bounds its size and time while it
+   streams. Its SHA-256 is compared with the one published in the catalog or recorded at this
+   model's first download (trust on first use); a published ``sha256_prefix`` and ``bytes`` are
+   checked too.
+2. Archives are unpacked (``archive.py``, with its own limits); the record (``download.json``) is
+   written; the folder is fsynced and takes the place of ``<home>/<name>/`` in one step.
 
-Any failure removes ``<name>.tmp`` and raises one line naming the URL and the cause (an HTTP status,
-refused, timed out, dropped, a wrong digest); a kill leaves only ``<name>.tmp``, which is never read
-and is emptied by the next download. ``SPACY_CONTEXTUAL_TIMEOUT`` (seconds, default 60) bounds the
-wait for the server's next bytes.
+Any failure removes the working folder and raises one line naming the URL and the cause (an HTTP
+status, refused, timed out, dropped, too large, too slow, a wrong digest with both digests).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import re
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 from ..errors import ContextualError
 from ..integrity import file_digest
-from ..writer import atomic_directory
+from ..writer import atomic_directory, interrupted_versions
 from .archive import unpack_zip
 from .cache import (
     DOWNLOAD_COMMAND,
@@ -49,9 +45,10 @@ from .cache import (
     write_record,
 )
 from .catalog import CatalogEntry, CatalogFile, find_entry
+from .limits import MAX_BYTES_ENV, TIMEOUT_ENV, byte_limit, limit
+from .lock import model_lock
+from .stream import BoundedDownloader
 
-TIMEOUT_ENV = "SPACY_CONTEXTUAL_TIMEOUT"
-DEFAULT_TIMEOUT = 60.0
 STAGING = ".download"  # archives wait here, inside the temporary model folder, until unpacked
 
 
@@ -61,17 +58,6 @@ class FetchError(ContextualError):
 
 def report_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def download_timeout() -> float:
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
-    try:
-        timeout = float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        timeout = -1.0
-    if not timeout > 0:
-        raise ContextualError(f"{TIMEOUT_ENV}={text!r} is not a number of seconds above 0")
-    return timeout
 
 
 def catalog_model_dir(kind: str, name: str) -> Path | None:
@@ -125,23 +111,14 @@ def read_record_or_none(directory: Path) -> dict | None:
 def _download_locked(
     entry: CatalogEntry, target: Path, report: Callable[[str], None], progressbar: bool, refresh: bool
 ) -> Path:
-    from filelock import FileLock, Timeout
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(target.parent / f".{entry.name}.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        report(f"{entry.name}: another process is downloading it; waiting for it to finish")
-        lock.acquire()
-    try:
+    with model_lock(target.parent, entry.name, report):
+        for stale in interrupted_versions(target):  # a killed download's working folders: the cache's own
+            shutil.rmtree(stale, ignore_errors=True)
         record = read_record_or_none(target)
         if record is not None and not refresh:  # the other process finished it
             verify_cached(target, record)
             return target
         return _download(entry, target, record, report, progressbar)
-    finally:
-        lock.release()
 
 
 def _download(
@@ -182,25 +159,18 @@ def _download_file(
     import pooch
 
     pooch.get_logger().setLevel(logging.WARNING)  # we print our own line per download
+    cap = file.bytes if file.bytes is not None else byte_limit(MAX_BYTES_ENV)
+    downloader = BoundedDownloader(cap, published=file.bytes is not None, progressbar=progressbar)
     failures = []
     for url in file.urls:
         announce(url)
         try:
-            path = Path(
-                pooch.retrieve(
-                    url,
-                    known_hash=f"sha256:{sha256}" if sha256 else None,
-                    fname=file.name,
-                    path=folder,
-                    downloader=_downloader(url, progressbar),
-                    progressbar=progressbar,
-                )
-            )
+            path = Path(pooch.retrieve(url, known_hash=None, fname=file.name, path=folder, downloader=downloader))
         except Exception as error:  # pooch and requests raise many types; each becomes one cause
-            failures.append(f"{url}: {_cause(error, sha256, origin)}")
+            failures.append(f"{url}: {_cause(error)}")
             continue
         digest = file_digest(path)
-        mismatch = _published_mismatch(file, path.stat().st_size, digest)
+        mismatch = _published_mismatch(file, path.stat().st_size, digest) or _mismatch(digest, sha256, origin)
         if mismatch is None:
             return url, path, digest
         path.unlink()
@@ -208,31 +178,15 @@ def _download_file(
     raise FetchError(f"could not download {file.name}: " + "; ".join(failures))
 
 
-def _downloader(url: str, progressbar: bool):
-    import pooch
-
-    scheme = urlparse(url).scheme
-    if scheme == "file":
-        return _copy_local
-    if scheme in ("http", "https"):
-        return pooch.HTTPDownloader(progressbar=progressbar, timeout=download_timeout())
-    return pooch.downloaders.choose_downloader(url, progressbar=progressbar)
-
-
-def _copy_local(url: str, output_file, pooch_instance) -> None:
-    """A pooch downloader for ``file://`` URLs: copies the local file."""
-    source = Path(url2pathname(urlparse(url).path))
-    with open(source, "rb") as reader, open(output_file, "wb") as writer:
-        shutil.copyfileobj(reader, writer, 1 << 20)
-
-
-def _cause(error: Exception, sha256: str | None, origin: str) -> str:
+def _cause(error: Exception) -> str:
     """The reason a download failed, in a few words."""
     import requests
 
+    if isinstance(error, ContextualError):  # a limit: its own words
+        return str(error)
     if isinstance(error, requests.HTTPError) and error.response is not None:
         return f"HTTP {error.response.status_code} {error.response.reason}".rstrip()
-    timed_out = f"timed out (no data for {download_timeout():g} s; {TIMEOUT_ENV} sets the limit)"
+    timed_out = f"timed out (no data for {limit(TIMEOUT_ENV):g} s; {TIMEOUT_ENV} sets the limit)"
     if isinstance(error, requests.Timeout) or "timed out" in str(error).lower():  # mid-file: a ConnectionError
         return timed_out
     if isinstance(error, requests.exceptions.ChunkedEncodingError):
@@ -246,15 +200,16 @@ def _cause(error: Exception, sha256: str | None, origin: str) -> str:
         if "resolve" in text.lower() or "name or service" in text.lower():
             return "the host name could not be resolved"
         return f"cannot connect ({text[:120]})"
-    if isinstance(error, ValueError) and sha256 and "hash" in str(error).lower():
-        found = re.search(r"\(([0-9a-f]{64})\)", str(error))
-        return (
-            f"wrong SHA-256 {found.group(1) if found else '?'} (the one {origin} is {sha256}): the file is corrupted "
-            "or is not the expected one"
-        )
     if isinstance(error, OSError):
         return error.strerror or str(error)
     return f"{type(error).__name__}: {error}"[:200]
+
+
+def _mismatch(digest: str, expected: str | None, origin: str) -> str | None:
+    """The computed SHA-256 against the expected one (published, or recorded at the first download)."""
+    if expected is None or digest == expected:
+        return None
+    return f"wrong SHA-256 {digest} (the one {origin} is {expected}): the file is corrupted or is not the expected one"
 
 
 def _published_mismatch(file: CatalogFile, size: int, digest: str) -> str | None:

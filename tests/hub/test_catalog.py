@@ -91,7 +91,7 @@ def test_a_user_catalog_adds_and_replaces_entries(tmp_path, monkeypatch, shipped
         ("x", {"encoder": "elmo", "format": "cove_pth", "files": {}}, "encoder 'elmo' and format 'cove_pth'"),
         ("x", {"encoder": "elmo", "format": "bilm_tf"}, "needs 'files'"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"../w": {"url": "http://h/w"}}}, "plain file name"),
-        ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "h/w"}}}, "must be a URL"),
+        ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "h/w"}}}, "must be an http"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "http://h", "sha256": "ab"}}}, "64"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "http://h", "md5": "ab"}}}, "md5"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "http://h", "unpack": True}}}, "zip"),

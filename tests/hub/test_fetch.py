@@ -43,6 +43,7 @@ from spacy_contextual.hub.cache import (
 from spacy_contextual.hub.catalog import CATALOG_ENV, get_entry
 from spacy_contextual.hub.fetch import TIMEOUT_ENV, FetchError, fetch, refetch
 from spacy_contextual.hub.resolver import resolve_model_dir
+from spacy_contextual.writer import MARK
 
 pytestmark = pytest.mark.timeout(120)
 SENTENCES = [["The", "bank", "."], ["a", "river", "bank", "of", "the", "river"]]
@@ -288,9 +289,11 @@ def test_a_kill_mid_download_leaves_nothing_that_is_used_and_a_rerun_completes(
     assert not model_cache_dir("tiny").exists()  # never looks cached: only the working folder is left
     assert read_record(model_cache_dir("tiny")) is None
     server.modes["tiny/weights.hdf5"] = "ok"
+    other = home / f".tiny.x.abcd1234{MARK}new"  # the working folder of another model, "tiny.x"
+    other.mkdir()
     directory = fetch(get_entry("tiny"), progressbar=False)
     assert (directory / "weights.hdf5").read_bytes() == bilm_files["weights.hdf5"]
-    assert writer_leftovers(home) == []  # the killed download's working folder is cleared under the lock
+    assert writer_leftovers(home) == [other.name]  # the killed download's working folder is cleared under the lock
     assert server.requests["tiny/weights.hdf5"] == 2  # the rerun restarted the file from the beginning
 
 
@@ -302,7 +305,10 @@ def test_two_processes_asking_for_one_model_download_it_once(tmp_path, monkeypat
     assert [process.returncode for process in processes] == [0, 0], outputs
     assert {out.strip() for out, _ in outputs} == {str(home / "tiny")}
     assert server.requests == {"tiny/options.json": 1, "tiny/weights.hdf5": 1}
-    assert sum("another process is downloading it" in err for _, err in outputs) == 1  # one waited for the other
+    waited = [(i, err) for i, (_, err) in enumerate(outputs) if "is downloading it; waiting" in err]
+    assert len(waited) == 1  # one waited for the other, and named it
+    other = processes[1 - waited[0][0]].pid
+    assert f"tiny: another process (pid {other} on {socket.gethostname()}, since " in waited[0][1]
 
 
 # -- offline, a relocated cache, a saved pipeline ------------------------------------------------
