@@ -81,7 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "corrupt":
             data = data[:-1] + bytes([data[-1] ^ 0xFF])
         if mode == "gzip":
-            data = gzip.compress(data)
+            data = gzip.compress(data, mtime=0)
         self.send_response(200)
         if mode == "gzip":
             self.send_header("Content-Encoding", "gzip")

@@ -48,11 +48,19 @@ def models_command(
 def download_command(
     name: str = typer.Argument(..., help="A model name that `spacy-contextual models` lists"),
     catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
+    retrust: bool = typer.Option(
+        False,
+        "--retrust",
+        help="Download it again and trust what the server sends now, replacing the digests recorded at the first "
+        "download (needed when the publisher changed a file, or the cached record is missing or damaged)",
+    ),
 ) -> None:
-    """Fetch model NAME into the cache now (a damaged cached copy is fetched again), with a progress bar."""
+    """Fetch model NAME into the cache now, with a progress bar. A cached copy whose files are damaged is
+    fetched again and checked against the digests recorded at its first download; a changed server file
+    is accepted only with --retrust."""
     from ..hub.catalog import get_entry
     from ..hub.fetch import refetch
 
     use_catalog(catalog)
-    path = refetch(get_entry(name))
+    path = refetch(get_entry(name), retrust=retrust)
     typer.echo(str(path))

@@ -1,12 +1,17 @@
 """The model cache: where fetched catalog models live, and the record that lets every load check them.
 
 ``$SPACY_CONTEXTUAL_HOME`` (default: the platform's user cache folder) holds one directory per model,
-``<home>/<name>/``, which is what loaders read. Its ``download.json`` records, with relative names only
-(so the cache can be copied to another machine), every download (URL, bytes, SHA-256, and whether
-that digest was published or trusted on first use) and every file of the directory (bytes, SHA-256).
-A directory counts as cached only with its record, and the record is written inside the directory
-before it is moved into place, so a killed download never looks cached. Every load checks each
-file's size and digest against the record (once per process).
+``<home>/<name>/``, which is what loaders read, and the cache's own ``.locks/`` (``lock.py``). A
+model's ``download.json`` records, with relative names only (so the cache can be copied to another
+machine), every download (URL, bytes, SHA-256, and whether that digest was published or trusted on
+first use) and every file of the directory (bytes, SHA-256). A directory counts as cached only with
+its record, and the record is written inside the directory before it is moved into place, so a killed
+download never looks cached. Every load checks each file's size and digest against the record (once
+per process), every name it lists inside the directory (``integrity.py``).
+
+Trust is never reset by accident: a model folder whose record is missing or damaged is refused (it
+cannot be told which version was trusted), and only ``spacy-contextual download NAME --retrust``
+replaces it with what the server sends now.
 
 ``SPACY_CONTEXTUAL_OFFLINE=1`` forbids any download: a model that is not cached is an error naming
 the cache and the command to run on a connected machine.
@@ -16,10 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from ..errors import ContextualError
-from ..integrity import read_table, table_of, verify_files
+from ..integrity import confined, read_table, table_of, verify_files
 from ..text_files import read_json
 from .catalog import CatalogEntry
 
@@ -27,6 +33,8 @@ HOME_ENV = "SPACY_CONTEXTUAL_HOME"
 OFFLINE_ENV = "SPACY_CONTEXTUAL_OFFLINE"
 RECORD_NAME = "download.json"
 DOWNLOAD_COMMAND = "spacy-contextual download"
+RETRUST = "--retrust"
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
 PUBLISHED, TRUSTED, PREFIX = "published", "trust-on-first-use", "prefix"
 
 
@@ -52,22 +60,55 @@ def model_cache_dir(name: str) -> Path:
 
 
 def refetch_hint(directory: Path) -> str:
-    return f"fetch the model again with: {DOWNLOAD_COMMAND} {directory.name}"
+    return (
+        f"fetch the model again with: {DOWNLOAD_COMMAND} {directory.name} (checked against the digests recorded "
+        "at its first download)"
+    )
+
+
+def retrust_hint(directory: Path) -> str:
+    return (
+        f"which version was trusted is lost: `{DOWNLOAD_COMMAND} {directory.name} {RETRUST}` downloads it again and "
+        "trusts what the server sends now"
+    )
 
 
 def read_record(directory: Path) -> dict | None:
-    """The download record of a cached model directory; None when it is not (completely) cached."""
+    """The download record of a cached model directory; None when there is none. A record that is not
+    one (its JSON, its downloads, its table of files, a name outside the directory) is refused."""
     path = directory / RECORD_NAME
     if not path.is_file():
         return None
-    fix = refetch_hint(directory)
+    fix = retrust_hint(directory)
     record = read_json(path, fix, CacheError)
     downloads = record.get("downloads") if isinstance(record, dict) else None
     if not isinstance(downloads, dict) or not all(
-        isinstance(entry, dict) and isinstance(entry.get("sha256"), str) for entry in downloads.values()
+        isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and HEX64.match(entry["sha256"])
+        for entry in downloads.values()
     ):
-        raise CacheError(f"{path} is damaged (every download needs its sha256); {fix}")
-    read_table(record.get("files"), path, CacheError, fix)
+        raise CacheError(f"{path} is damaged (every download needs its 64-digit sha256); {fix}")
+    for name in read_table(record.get("files"), path, CacheError, fix):
+        confined(directory, name, path, CacheError, fix)
+    return record
+
+
+def missing_record_error(directory: Path) -> CacheError:
+    """A model folder without its record: nothing in it can be checked."""
+    return CacheError(
+        f"{directory} has no {RECORD_NAME}, the record of the files trusted at its first download, so nothing in "
+        f"it can be checked; {retrust_hint(directory)}"
+    )
+
+
+def checked_record(directory: Path) -> dict | None:
+    """The record of the cached model ``directory``, every file checked against it; None when the
+    folder does not exist. A folder without its record, or failing the check, is refused."""
+    if not directory.exists() and not directory.is_symlink():
+        return None
+    record = read_record(directory)
+    if record is None:
+        raise missing_record_error(directory)
+    verify_cached(directory, record)
     return record
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import ContextualError, quoted
 from ..text_files import read_json
 from ..types import PathLike
+from ..writer import MARK
 from .stream import SCHEMES
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
@@ -31,6 +32,7 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 HEX = re.compile(r"^[0-9a-f]+$")
 FILE_KEYS = {"url", "mirrors", "sha256", "sha256_prefix", "bytes", "unpack"}
+WORKING_ENDINGS = (".tmp", ".old", ".new", ".lock", ".owner")  # never a model: the cache's or a user's own files
 ENTRY_KEYS = {"encoder", "format", "language", "size", "source", "licence", "notes", "files"}
 
 
@@ -95,6 +97,11 @@ def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
 def _entry(origin: str, name: str, spec: object) -> CatalogEntry:
     if not isinstance(name, str) or not NAME.match(name):
         raise CatalogError(f"{origin}: model name {name!r} must be lowercase letters, digits, . _ - (at most 100)")
+    if name.endswith(WORKING_ENDINGS) or MARK in name:
+        raise CatalogError(
+            f"{origin}: model name {name!r} ends like a working name of the cache ({', '.join(WORKING_ENDINGS)}); "
+            "choose another name"
+        )
     if not isinstance(spec, dict):
         raise CatalogError(f"{origin}: model {name!r} must be an object with encoder, format, files")
     unknown = sorted(set(spec) - ENTRY_KEYS)

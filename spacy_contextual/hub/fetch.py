@@ -35,16 +35,19 @@ from .cache import (
     PREFIX,
     PUBLISHED,
     RECORD_NAME,
+    RETRUST,
     TRUSTED,
     CacheError,
     cache_home,
+    checked_record,
     is_offline,
+    missing_record_error,
     model_cache_dir,
     read_record,
-    verify_cached,
+    retrust_hint,
     write_record,
 )
-from .catalog import CatalogEntry, CatalogFile, find_entry
+from .catalog import CatalogEntry, CatalogFile
 from .limits import MAX_BYTES_ENV, TIMEOUT_ENV, byte_limit, limit
 from .lock import model_lock
 from .stream import BoundedDownloader
@@ -60,11 +63,8 @@ def report_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def catalog_model_dir(kind: str, name: str) -> Path | None:
-    """The cached directory of the catalog model ``name`` (fetched on first use); None if no such name."""
-    entry = find_entry(name)
-    if entry is None:
-        return None
+def catalog_model_dir(kind: str, entry: CatalogEntry) -> Path:
+    """The cached directory of the catalog model ``entry`` (fetched on first use), for a ``kind`` encoder."""
     if entry.encoder != kind:
         raise ContextualError(f"{entry.name!r} is an {entry.encoder} model; this needs a {kind} model")
     return fetch(entry)
@@ -73,12 +73,10 @@ def catalog_model_dir(kind: str, name: str) -> Path | None:
 def fetch(entry: CatalogEntry, report: Callable[[str], None] = report_to_stderr, progressbar: bool = True) -> Path:
     """The cache directory holding ``entry``'s files, checked; downloaded first if it is not cached.
 
-    A cached copy that fails its check is an error (fetching again would hide the damage), except for
-    :func:`refetch`, which downloads it again against the digests recorded the first time."""
+    A cached copy that fails its check, or whose record is missing or damaged, is an error: fetching
+    again would hide the damage (:func:`refetch` is the explicit way)."""
     target = model_cache_dir(entry.name)
-    record = read_record(target)
-    if record is not None:
-        verify_cached(target, record)
+    if checked_record(target) is not None:
         return target
     if is_offline():
         raise CacheError(
@@ -86,19 +84,31 @@ def fetch(entry: CatalogEntry, report: Callable[[str], None] = report_to_stderr,
             f"run `{DOWNLOAD_COMMAND} {entry.name}` on a connected machine and copy its cache folder here (point "
             f"{HOME_ENV} at the copy)"
         )
-    return _download_locked(entry, target, report, progressbar, refresh=False)
+    return _download_locked(entry, target, report, progressbar, again=False, retrust=False)
 
 
-def refetch(entry: CatalogEntry, report: Callable[[str], None] = report_to_stderr, progressbar: bool = True) -> Path:
-    """:func:`fetch`, but a cached copy that fails its check is downloaded again (``download`` does this)."""
+def refetch(
+    entry: CatalogEntry,
+    report: Callable[[str], None] = report_to_stderr,
+    progressbar: bool = True,
+    retrust: bool = False,
+) -> Path:
+    """What ``spacy-contextual download NAME`` does: :func:`fetch`, but a cached copy whose files fail
+    their check is downloaded again, against the digests recorded the first time (a server file that
+    changed since is refused). With ``retrust`` the model is downloaded again whatever the cache holds,
+    and what the server sends now is trusted (published digests still apply); only this replaces a
+    copy whose record is missing or damaged."""
     target = model_cache_dir(entry.name)
-    try:
-        return fetch(entry, report, progressbar)
-    except CacheError:
-        if is_offline() or not (target / RECORD_NAME).is_file():  # offline, or nothing of ours to replace
-            raise
-    report(f"{entry.name}: the cached copy in {target} fails its check; downloading it again")
-    return _download_locked(entry, target, report, progressbar, refresh=True)
+    if not retrust:
+        try:
+            return fetch(entry, report, progressbar)
+        except CacheError:
+            if is_offline() or read_record_or_none(target) is None:  # offline, or no record to check against
+                raise
+        report(f"{entry.name}: the cached copy in {target} fails its check; downloading it again")
+    elif is_offline():
+        raise CacheError(f"{OFFLINE_ENV}=1 forbids downloading; {RETRUST} downloads {entry.name!r} again")
+    return _download_locked(entry, target, report, progressbar, again=True, retrust=retrust)
 
 
 def read_record_or_none(directory: Path) -> dict | None:
@@ -109,35 +119,59 @@ def read_record_or_none(directory: Path) -> dict | None:
 
 
 def _download_locked(
-    entry: CatalogEntry, target: Path, report: Callable[[str], None], progressbar: bool, refresh: bool
+    entry: CatalogEntry, target: Path, report: Callable[[str], None], progressbar: bool, again: bool, retrust: bool
 ) -> Path:
+    """Under the model's lock: clear this model's stale working folders, look again (another process
+    may have finished it), then download."""
     with model_lock(target.parent, entry.name, report):
         for stale in interrupted_versions(target):  # a killed download's working folders: the cache's own
             shutil.rmtree(stale, ignore_errors=True)
-        record = read_record_or_none(target)
-        if record is not None and not refresh:  # the other process finished it
-            verify_cached(target, record)
+        if retrust:
+            return _download(entry, target, report, progressbar, previous=read_record_or_none(target), retrust=True)
+        if not again and checked_record(target) is not None:  # the other process finished it
             return target
-        return _download(entry, target, record, report, progressbar)
+        record = read_record(target)  # refused when damaged
+        if record is None and target.exists():
+            raise missing_record_error(target)
+        return _download(entry, target, report, progressbar, previous=record, retrust=False)
 
 
 def _download(
-    entry: CatalogEntry, target: Path, previous: dict | None, report: Callable[[str], None], progressbar: bool
+    entry: CatalogEntry,
+    target: Path,
+    report: Callable[[str], None],
+    progressbar: bool,
+    previous: dict | None,
+    retrust: bool,
 ) -> Path:
-    trusted = previous["downloads"] if previous else {}
+    """Download ``entry`` in place of ``target``; each file checked against its published digest, or
+    the one ``previous`` recorded (unless ``retrust``)."""
+    recorded = {name: download["sha256"] for name, download in (previous or {}).get("downloads", {}).items()}
 
     def announce(url: str) -> None:
         report(f"downloading {url}\n  into {target}")
 
-    with atomic_directory(target, may_replace=lambda path: (path / RECORD_NAME).is_file()) as folder:
+    with atomic_directory(target, may_replace=lambda path: retrust or (path / RECORD_NAME).is_file()) as folder:
         downloads = {}
         for file in entry.files:
-            expected = file.sha256 or trusted.get(file.name, {}).get("sha256")
-            origin = "published" if file.sha256 else "recorded at the first download"
+            if previous is not None and not retrust and not file.sha256 and file.name not in recorded:
+                raise CacheError(
+                    f"{target / RECORD_NAME} records no digest of {file.name}, which the catalog entry now lists "
+                    f"(the entry changed since the first download); {retrust_hint(target)}"
+                )
+            expected = file.sha256 or (None if retrust else recorded.get(file.name))
+            origin = (
+                "published"
+                if file.sha256
+                else f"recorded at the first download; if it changed on purpose: {DOWNLOAD_COMMAND} {entry.name} "
+                f"{RETRUST} accepts the new one"
+            )
             staging = folder / STAGING if file.unpack else folder
             url, path, digest = _download_file(file, staging, expected, origin, progressbar, announce)
             check = PUBLISHED if file.sha256 else (PREFIX if file.sha256_prefix else TRUSTED)
             downloads[file.name] = {"url": url, "bytes": path.stat().st_size, "sha256": digest, "check": check}
+            if retrust and recorded.get(file.name, digest) != digest:
+                report(f"{entry.name}: {file.name} is now trusted as SHA-256 {digest} (was {recorded[file.name]})")
             if file.unpack:
                 _unpack_into(path, folder)
         shutil.rmtree(folder / STAGING, ignore_errors=True)
@@ -209,7 +243,7 @@ def _mismatch(digest: str, expected: str | None, origin: str) -> str | None:
     """The computed SHA-256 against the expected one (published, or recorded at the first download)."""
     if expected is None or digest == expected:
         return None
-    return f"wrong SHA-256 {digest} (the one {origin} is {expected}): the file is corrupted or is not the expected one"
+    return f"wrong SHA-256 {digest}, expected {expected} ({origin}): the file is corrupted or is not the expected one"
 
 
 def _published_mismatch(file: CatalogFile, size: int, digest: str) -> str | None:

@@ -91,3 +91,22 @@ def test_models_markdown_is_the_readme_table(home):
     result = runner.invoke(app, ["models", "--markdown"])
     assert result.exit_code == 0
     assert result.stdout.strip() in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_changed_server_file_is_refused_in_one_line_with_both_digests_until_retrust(home, server, catalog):
+    import hashlib
+
+    assert runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)]).exit_code == 0
+    weights = home / "tiny" / "weights.hdf5"
+    trusted = hashlib.sha256(weights.read_bytes()).hexdigest()
+    weights.write_bytes(weights.read_bytes()[:-1])  # damaged in the cache
+    server.files["tiny/weights.hdf5"] += b"v2"  # and the publisher changed the file
+    now = hashlib.sha256(server.files["tiny/weights.hdf5"]).hexdigest()
+    result = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
+    assert result.exit_code == 1
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert f"wrong SHA-256 {now}, expected {trusted}" in error and "download tiny --retrust" in error
+    result = runner.invoke(app, ["download", "tiny", "--retrust", "--catalog", str(catalog)])
+    assert result.exit_code == 0, result.output
+    assert f"tiny: weights.hdf5 is now trusted as SHA-256 {now} (was {trusted})" in result.stderr
+    assert weights.read_bytes() == server.files["tiny/weights.hdf5"]
