@@ -19,29 +19,39 @@ def models_command(
     catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
     markdown: bool = typer.Option(False, "--markdown", help="Print the README's table of models instead"),
 ) -> None:
-    """List the catalog: name, encoder, language, size, whether it is cached and where, and how its files
-    are checked (a published SHA-256, one recorded at the first download, or none yet)."""
-    from ..hub.cache import cache_home, cached_bytes, hash_status, model_cache_dir
+    """List the bundled models and the catalog: name, encoder, language, size, download size ("?" where the
+    catalog does not publish it), whether it is cached and where, and how its files are checked (a published
+    SHA-256, one recorded at the first download, or none yet)."""
+    from ..hub.cache import cache_home, cached_bytes, cached_state, hash_status, human_bytes, model_cache_dir
     from ..hub.catalog import load_catalog, markdown_table
-    from ..hub.fetch import read_record_or_none
+    from ..hub.resolver import KINDS, bundled_model_dir
 
     use_catalog(catalog)
     entries = load_catalog()
     if markdown:
         typer.echo(markdown_table(entries.values()))
         return
-    rows = [("NAME", "ENCODER", "LANG", "SIZE", "CACHED", "CHECK", "WHERE")]
-    for entry in entries.values():
-        record = read_record_or_none(model_cache_dir(entry.name))
-        cached = f"yes, {cached_bytes(record) / 2**20:,.1f} MiB" if record else "no"
-        where = str(model_cache_dir(entry.name)) if record else "-"
+    rows = [("NAME", "ENCODER", "LANG", "SIZE", "DOWNLOAD", "CACHED", "CHECK", "WHERE")]
+    for kind in KINDS:
+        folder = bundled_model_dir(kind)
+        size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
         rows.append(
-            (entry.name, entry.encoder, entry.language, entry.size or "-", cached, hash_status(entry, record), where)
+            ("default", kind, "en", "small demo", "-", f"bundled, {human_bytes(size)}", "manifest", str(folder))
         )
+    cached, total = 0, 0
+    for entry in entries.values():
+        directory = model_cache_dir(entry.name)
+        state, record = cached_state(directory)
+        cached, total = cached + (record is not None), total + cached_bytes(record)
+        download = human_bytes(entry.download_bytes) if entry.download_bytes is not None else "?"
+        where = str(directory) if directory.exists() else "-"
+        row = (entry.name, entry.encoder, entry.language, entry.size or "-", download, state)
+        rows.append((*row, hash_status(entry, record), where))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
-    typer.echo(f"\ncache: {cache_home()} ({len(entries)} models)")
+    models = "model" if cached == 1 else "models"
+    typer.echo(f"\ncache: {cache_home()} ({cached} {models} cached, {human_bytes(total)})")
 
 
 @app.command("download")

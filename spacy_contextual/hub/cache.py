@@ -140,3 +140,21 @@ def hash_status(entry: CatalogEntry, record: dict | None) -> str:
 
 def cached_bytes(record: dict | None) -> int:
     return sum(entry["bytes"] for entry in record["files"].values()) if record else 0
+
+
+def cached_state(directory: Path) -> tuple[str, dict | None]:
+    """What the cache holds of a model, in words ("no", "yes, 12.3 MiB", or why it is refused), and its
+    record (None unless it is readable; its files are not checked here)."""
+    if not directory.exists():
+        return "no", None
+    try:
+        record = read_record(directory)
+    except CacheError:
+        return "damaged record (--retrust)", None
+    if record is None:
+        return "no record (--retrust)", None
+    return f"yes, {human_bytes(cached_bytes(record))}", record
+
+
+def human_bytes(size: int) -> str:
+    return f"{size / 2**30:,.2f} GiB" if size >= 2**30 else f"{size / 2**20:,.1f} MiB"

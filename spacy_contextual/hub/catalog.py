@@ -67,6 +67,12 @@ class CatalogEntry:
     def hash_published(self) -> bool:
         return all(file.sha256 for file in self.files)
 
+    @property
+    def download_bytes(self) -> int | None:
+        """The published size of the download, None unless the catalog gives every file's ``bytes``."""
+        sizes = [file.bytes for file in self.files]
+        return None if None in sizes else sum(sizes)
+
 
 def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
     where = f"{origin}: model {model!r}, file {name!r}"
