@@ -92,7 +92,7 @@ def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
         raise CatalogError(f"{where}: 'sha256' must be 64 lowercase hex digits")
     if prefix is not None and not (isinstance(prefix, str) and 0 < len(prefix) <= 64 and HEX.match(prefix)):
         raise CatalogError(f"{where}: 'sha256_prefix' must be lowercase hex digits")
-    if size is not None and not (isinstance(size, int) and size > 0):
+    if size is not None and not (type(size) is int and size > 0):
         raise CatalogError(f"{where}: 'bytes' must be a positive integer")
     unpack = spec.get("unpack", False)
     if not isinstance(unpack, bool) or (unpack and not name.endswith(".zip")):
@@ -114,7 +114,8 @@ def _entry(origin: str, name: str, spec: object) -> CatalogEntry:
     if unknown:
         raise CatalogError(f"{origin}: model {name!r} has unknown keys {unknown}; allowed: {sorted(ENTRY_KEYS)}")
     encoder, file_format = spec.get("encoder"), spec.get("format")
-    if file_format not in FORMATS or encoder not in ("elmo", "cove") or FORMATS[file_format] not in (None, encoder):
+    known = isinstance(file_format, str) and file_format in FORMATS and isinstance(encoder, str)
+    if not known or encoder not in ("elmo", "cove") or FORMATS[file_format] not in (None, encoder):
         raise CatalogError(
             f"{origin}: model {name!r} has encoder {encoder!r} and format {file_format!r}; the encoder is elmo or cove "
             "and the format one of bilm_tf, manylangs (elmo), cove_pth (cove), model_dir (either)"

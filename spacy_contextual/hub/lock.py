@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ContextualError
+from ..text_files import read_json
 from .limits import LOCK_WAIT_ENV, limit
 
 LOCKS = ".locks"
@@ -30,10 +31,10 @@ class LockWaitError(ContextualError):
 def owner_of(path: Path) -> str:
     """The process named by an owner file, in words ("another process" when it cannot be read)."""
     try:
-        owner = json.loads(path.read_text(encoding="utf-8"))
+        owner = read_json(path, "", LockWaitError)
         since = time.strftime("%H:%M:%S", time.localtime(float(owner["since"])))
         return f"another process (pid {int(owner['pid'])} on {str(owner['host'])[:64]}, since {since})"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):  # ContextualError is a ValueError
         return "another process"
 
 
