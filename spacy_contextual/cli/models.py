@@ -62,12 +62,20 @@ def download_command(
         False,
         "--retrust",
         help="Download it again and trust what the server sends now, replacing the digests recorded at the first "
-        "download (needed when the publisher changed a file, or the cached record is missing or damaged)",
+        "download (needed when the publisher changed a file, or the cached record is damaged)",
     ),
 ) -> None:
     """Fetch model NAME into the cache now, with a progress bar. A cached copy whose files are damaged is
     fetched again and checked against the digests recorded at its first download; a changed server file
-    is accepted only with --retrust."""
+    is accepted only with --retrust.
+
+    Limits, each set by an environment variable (default):
+    SPACY_CONTEXTUAL_MAX_DOWNLOAD_BYTES: a file whose size the catalog does not publish (4 GiB);
+    SPACY_CONTEXTUAL_DOWNLOAD_DEADLINE: seconds for one file (3600);
+    SPACY_CONTEXTUAL_TIMEOUT: seconds to wait for the server's next bytes (60);
+    SPACY_CONTEXTUAL_LOCK_WAIT: seconds to wait for another process fetching the model (3600);
+    SPACY_CONTEXTUAL_MAX_UNPACKED_BYTES: what an archive may unpack to (16 GiB).
+    The locks are in the cache's .locks/ folder."""
     from ..hub.catalog import get_entry
     from ..hub.fetch import refetch
 

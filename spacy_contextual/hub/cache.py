@@ -9,9 +9,10 @@ its record, and the record is written inside the directory before it is moved in
 download never looks cached. Every load checks each file's size and digest against the record (once
 per process), every name it lists inside the directory (``integrity.py``).
 
-Trust is never reset by accident: a model folder whose record is missing or damaged is refused (it
-cannot be told which version was trusted), and only ``spacy-contextual download NAME --retrust``
-replaces it with what the server sends now.
+Trust is never reset by accident: a model folder whose record is damaged is refused (it cannot be
+told which version was trusted), and only ``spacy-contextual download NAME --retrust`` replaces it
+with what the server sends now. A folder without a record is refused too, and never replaced or
+deleted: it may not be the cache's.
 
 ``SPACY_CONTEXTUAL_OFFLINE=1`` forbids any download: a model that is not cached is an error naming
 the cache and the command to run on a connected machine.
@@ -93,17 +94,28 @@ def read_record(directory: Path) -> dict | None:
 
 
 def missing_record_error(directory: Path) -> CacheError:
-    """A model folder without its record: nothing in it can be checked."""
+    """A model folder without its record: nothing in it can be checked, and it may not be the cache's."""
     return CacheError(
         f"{directory} has no {RECORD_NAME}, the record of the files trusted at its first download, so nothing in "
-        f"it can be checked; {retrust_hint(directory)}"
+        f"it can be checked (and it may not be this cache's: it is never deleted here); move it away, then "
+        f"`{DOWNLOAD_COMMAND} {directory.name}` fetches the model again"
     )
+
+
+def holds_nothing(directory: Path) -> bool:
+    """No folder at ``directory``, or an empty one: nothing to check, nothing to lose."""
+    try:
+        return not any(directory.iterdir())
+    except FileNotFoundError:
+        return not directory.is_symlink()
+    except NotADirectoryError:
+        return False
 
 
 def checked_record(directory: Path) -> dict | None:
     """The record of the cached model ``directory``, every file checked against it; None when the
-    folder does not exist. A folder without its record, or failing the check, is refused."""
-    if not directory.exists() and not directory.is_symlink():
+    folder does not exist or is empty. A folder without its record, or failing the check, is refused."""
+    if holds_nothing(directory):
         return None
     record = read_record(directory)
     if record is None:
@@ -152,7 +164,7 @@ def cached_state(directory: Path) -> tuple[str, dict | None]:
     except CacheError:
         return "damaged record (--retrust)", None
     if record is None:
-        return "no record (--retrust)", None
+        return "no record (refused)", None
     return f"yes, {human_bytes(cached_bytes(record))}", record
 
 

@@ -40,6 +40,7 @@ from .cache import (
     CacheError,
     cache_home,
     checked_record,
+    holds_nothing,
     is_offline,
     missing_record_error,
     model_cache_dir,
@@ -97,7 +98,7 @@ def refetch(
     their check is downloaded again, against the digests recorded the first time (a server file that
     changed since is refused). With ``retrust`` the model is downloaded again whatever the cache holds,
     and what the server sends now is trusted (published digests still apply); only this replaces a
-    copy whose record is missing or damaged."""
+    copy whose record is damaged. A folder without a record is never replaced."""
     target = model_cache_dir(entry.name)
     if not retrust:
         try:
@@ -126,14 +127,12 @@ def _download_locked(
     with model_lock(target.parent, entry.name, report):
         for stale in interrupted_versions(target):  # a killed download's working folders: the cache's own
             shutil.rmtree(stale, ignore_errors=True)
-        if retrust:
-            return _download(entry, target, report, progressbar, previous=read_record_or_none(target), retrust=True)
         if not again and checked_record(target) is not None:  # the other process finished it
             return target
-        record = read_record(target)  # refused when damaged
-        if record is None and target.exists():
+        if not holds_nothing(target) and not (target / RECORD_NAME).is_file():
             raise missing_record_error(target)
-        return _download(entry, target, report, progressbar, previous=record, retrust=False)
+        previous = read_record_or_none(target) if retrust else read_record(target)  # damaged: refused, or retrust
+        return _download(entry, target, report, progressbar, previous=previous, retrust=retrust)
 
 
 def _download(
@@ -151,7 +150,7 @@ def _download(
     def announce(url: str) -> None:
         report(f"downloading {url}\n  into {target}")
 
-    with atomic_directory(target, may_replace=lambda path: retrust or (path / RECORD_NAME).is_file()) as folder:
+    with atomic_directory(target, may_replace=lambda path: (path / RECORD_NAME).is_file()) as folder:
         downloads = {}
         for file in entry.files:
             if previous is not None and not retrust and not file.sha256 and file.name not in recorded:

@@ -209,3 +209,12 @@ def test_an_encrypted_archive_from_the_catalog_is_one_line_and_leaves_nothing(tm
         fetch(get_entry("m"), progressbar=False)
     assert "\n" not in str(caught.value)
     assert not (home / "m").exists() and writer_leftovers(home) == []
+
+
+def test_a_file_url_is_capped_too(tmp_path, monkeypatch, home):
+    source = tmp_path / "w.bin"
+    source.write_bytes(DATA * 100)
+    entry = {"encoder": "elmo", "format": "model_dir", "files": {"w.bin": {"url": source.as_uri(), "bytes": 1000}}}
+    monkeypatch.setenv(CATALOG_ENV, str(write_catalog(tmp_path / "catalog.json", {"m": entry})))
+    message = refused(home)
+    assert message.endswith("the file has more than 1,000 bytes, but 1,000 are published; stopped there")

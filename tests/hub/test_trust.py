@@ -78,11 +78,10 @@ def test_download_repairs_a_damaged_file_when_the_server_still_sends_the_trusted
     "spoil, reason",
     [
         (lambda record: record.write_text("{", encoding="utf-8"), "is not valid JSON"),
-        (lambda record: record.unlink(), "has no download.json, the record of the files trusted"),
         (lambda record: rewrite(record, files={}), "it lists no files, so nothing could be checked"),
         (lambda record: rewrite(record, downloads={"weights.hdf5": {"sha256": "?"}}), "64-digit sha256"),
     ],
-    ids=["damaged", "missing", "no-files", "bad-digest"],
+    ids=["damaged", "no-files", "bad-digest"],
 )
 def test_a_damaged_or_missing_record_is_refused_and_download_does_not_trust_a_changed_server_file(
     cached, server, bilm_files, spoil, reason
@@ -101,6 +100,30 @@ def test_a_damaged_or_missing_record_is_refused_and_download_does_not_trust_a_ch
     assert result.exit_code == 0, result.output
     assert (cached / "weights.hdf5").read_bytes() == server.files["tiny/weights.hdf5"]
     assert read_record(cached) is not None
+
+
+def test_a_folder_without_a_record_is_refused_and_never_replaced(cached, server, bilm_files):
+    (cached / RECORD_NAME).unlink()  # or a folder of the user's, in a cache folder they chose
+    server.files["tiny/weights.hdf5"] = bilm_files["weights.hdf5"] + b"changed"
+    requests = sum(server.requests.values())
+    for retrust in (False, True):
+        with pytest.raises(CacheError, match="has no download.json, the record of the files trusted") as caught:
+            refetch(get_entry("tiny"), progressbar=False, retrust=retrust)
+        assert "it is never deleted here); move it away, then `spacy-contextual download tiny`" in str(caught.value)
+    with pytest.raises(CacheError, match="has no download.json"):
+        fetch(get_entry("tiny"), progressbar=False)
+    assert sum(server.requests.values()) == requests
+    assert (cached / "weights.hdf5").read_bytes() == bilm_files["weights.hdf5"]  # untouched
+    cached.rename(cached.with_name("moved"))
+    assert (fetch(get_entry("tiny"), progressbar=False) / "weights.hdf5").read_bytes() == server.files[
+        "tiny/weights.hdf5"
+    ]
+
+
+def test_an_empty_folder_in_the_cache_is_filled(tmp_path, monkeypatch, home, server, bilm_files):
+    (home / "tiny").mkdir(parents=True)
+    monkeypatch.setenv(CATALOG_ENV, str(write_catalog(tmp_path / "c.json", {"tiny": bilm_entry(server, bilm_files)})))
+    assert (fetch(get_entry("tiny"), progressbar=False) / "weights.hdf5").read_bytes() == bilm_files["weights.hdf5"]
 
 
 def rewrite(path, **fields) -> None:
