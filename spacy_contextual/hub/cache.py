@@ -126,9 +126,7 @@ def checked_record(directory: Path) -> dict | None:
 
 def write_record(directory: Path, entry: CatalogEntry, downloads: dict[str, dict]) -> dict:
     """Record ``downloads`` and the size and digest of every file now in ``directory``."""
-    names = sorted(
-        p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() and p.name != RECORD_NAME
-    )
+    names = recorded_names(directory)
     record = {"name": entry.name, "encoder": entry.encoder, "format": entry.format, "downloads": downloads}
     record["files"] = table_of(directory, names)
     (directory / RECORD_NAME).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -136,8 +134,22 @@ def write_record(directory: Path, entry: CatalogEntry, downloads: dict[str, dict
 
 
 def verify_cached(directory: Path, record: dict) -> None:
-    """Every recorded file is there, inside the folder, with its recorded size and SHA-256."""
+    """Every recorded file is there, inside the folder, with its recorded size and SHA-256, and the folder
+    holds no file that the record does not list (a loader would read it unchecked)."""
+    unlisted = sorted(set(recorded_names(directory)) - set(record["files"]))
+    if unlisted:
+        raise CacheError(
+            f"{directory / unlisted[0]} is not listed in {RECORD_NAME}, so it cannot be checked: the record or the "
+            f"folder was changed after the download; {retrust_hint(directory)}"
+        )
     verify_files(directory, record["files"], directory / RECORD_NAME, CacheError, refetch_hint(directory))
+
+
+def recorded_names(directory: Path) -> list[str]:
+    """The relative names of the files a record lists: every file below ``directory`` but the record."""
+    return sorted(
+        p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() and p.name != RECORD_NAME
+    )
 
 
 def hash_status(entry: CatalogEntry, record: dict | None) -> str:

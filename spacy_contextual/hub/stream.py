@@ -17,7 +17,9 @@ copy for ``file://``.
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +65,10 @@ class BoundedDownloader:
         )
 
     def _copy(self, url: str, out) -> None:
-        with open(url2pathname(urlparse(url).path), "rb") as source:
+        path = url2pathname(urlparse(url).path)
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block, a device never end
+            raise DownloadLimit(f"{path} is not a regular file (a device, FIFO or folder); give the URL of a file")
+        with open(path, "rb") as source:
             shutil.copyfileobj(_Capped(source, self), out, CHUNK)
 
     def _get(self, url: str, out) -> None:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
 from model_server import write_catalog, zip_bytes
@@ -22,6 +24,7 @@ from spacy_contextual.hub.fetch import FetchError, fetch
 from spacy_contextual.hub.limits import DEADLINE_ENV, LOCK_WAIT_ENV, MAX_BYTES_ENV, MAX_UNPACKED_ENV
 from spacy_contextual.hub.lock import LOCKS, LockWaitError
 
+pytestmark = pytest.mark.timeout(60)
 DATA = bytes(range(256)) * 4  # 1,024 bytes
 
 
@@ -42,7 +45,6 @@ def refused(home) -> str:
     return message
 
 
-@pytest.mark.timeout(60)
 def test_an_endless_body_stops_at_the_published_size(tmp_path, monkeypatch, home, server):
     url = one_file_model(tmp_path, monkeypatch, server, "endless", bytes=1000)
     started = time.monotonic()
@@ -55,7 +57,6 @@ def test_an_endless_body_stops_at_the_published_size(tmp_path, monkeypatch, home
     assert server.sent["m/w.bin"] < 64 << 20  # the server stopped when the client hung up, long before its 1 GiB
 
 
-@pytest.mark.timeout(60)
 def test_an_endless_body_of_unpublished_size_stops_at_the_ceiling_a_user_can_raise(tmp_path, monkeypatch, home, server):
     url = one_file_model(tmp_path, monkeypatch, server, "endless")
     monkeypatch.setenv(MAX_BYTES_ENV, "100000")
@@ -66,7 +67,6 @@ def test_an_endless_body_of_unpublished_size_stops_at_the_ceiling_a_user_can_rai
     assert (fetch(get_entry("m"), progressbar=False) / "w.bin").read_bytes() == DATA  # under the ceiling: fine
 
 
-@pytest.mark.timeout(60)
 def test_an_announced_size_above_the_cap_is_refused_before_the_body(tmp_path, monkeypatch, home, server):
     server.endless_limit = 1 << 40
     url = one_file_model(tmp_path, monkeypatch, server, "huge", bytes=1000)
@@ -75,7 +75,6 @@ def test_an_announced_size_above_the_cap_is_refused_before_the_body(tmp_path, mo
     assert message == f"could not download w.bin: {url}: {announced}"
 
 
-@pytest.mark.timeout(60)
 def test_a_gzip_body_is_never_expanded(tmp_path, monkeypatch, home, server):
     bomb = bytes(50 << 20)  # 50 MiB of zeros, about 50 KB gzipped
     url = server.add("m/w.bin", bomb, "gzip")
@@ -89,7 +88,6 @@ def test_a_gzip_body_is_never_expanded(tmp_path, monkeypatch, home, server):
     assert server.headers["m/w.bin"]["Accept-Encoding"] == "identity"
 
 
-@pytest.mark.timeout(60)
 def test_a_trickle_stops_at_the_deadline_of_the_file(tmp_path, monkeypatch, home, server):
     url = one_file_model(tmp_path, monkeypatch, server, "drip")
     monkeypatch.setenv(DEADLINE_ENV, "2.5")
@@ -110,7 +108,6 @@ HOLD_LOCK = (
 )
 
 
-@pytest.mark.timeout(60)
 def test_a_lock_held_by_another_process_is_waited_for_a_bounded_time_and_named(
     tmp_path, monkeypatch, home, server, capsys
 ):
@@ -218,3 +215,13 @@ def test_a_file_url_is_capped_too(tmp_path, monkeypatch, home):
     monkeypatch.setenv(CATALOG_ENV, str(write_catalog(tmp_path / "catalog.json", {"m": entry})))
     message = refused(home)
     assert message.endswith("the file has more than 1,000 bytes, but 1,000 are published; stopped there")
+
+
+def test_a_file_url_of_a_fifo_or_a_device_is_refused_without_blocking(tmp_path, monkeypatch, home):
+    os.mkfifo(tmp_path / "fifo")
+    for source in (tmp_path / "fifo", Path("/dev/zero")):
+        entry = {"encoder": "elmo", "format": "model_dir", "files": {"w.bin": {"url": source.as_uri()}}}
+        monkeypatch.setenv(CATALOG_ENV, str(write_catalog(tmp_path / "catalog.json", {"m": entry})))
+        assert refused(home).endswith(
+            f"{source} is not a regular file (a device, FIFO or folder); give the URL of a file"
+        )

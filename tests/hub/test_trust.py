@@ -190,3 +190,11 @@ def test_a_download_deletes_nothing_but_its_own_working_folder(tmp_path, monkeyp
     assert all(path.read_text(encoding="utf-8") == "the user's" for path in kept)
     assert writer_leftovers(home) == []
     assert sorted(os.listdir(home)) == sorted([".locks", ".tiny.lock", "tiny", "tiny.old", "tiny.tmp", "tiny.x"])
+
+
+def test_a_file_the_record_does_not_list_is_refused(cached):
+    record = json.loads((cached / RECORD_NAME).read_text(encoding="utf-8"))
+    del record["files"]["weights.hdf5"]  # the entry gone, the file (perhaps replaced) still read by the loader
+    (cached / RECORD_NAME).write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(CacheError, match="weights.hdf5 is not listed in download.json, so it cannot be checked"):
+        fetch(get_entry("tiny"), progressbar=False)
