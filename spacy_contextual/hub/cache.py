@@ -140,7 +140,7 @@ def verify_cached(directory: Path, record: dict) -> None:
     if unlisted:
         raise CacheError(
             f"{directory / unlisted[0]} is not listed in {RECORD_NAME}, so it cannot be checked: the record or the "
-            f"folder was changed after the download; {retrust_hint(directory)}"
+            f"folder was changed after the download; {refetch_hint(directory)}"
         )
     verify_files(directory, record["files"], directory / RECORD_NAME, CacheError, refetch_hint(directory))
 

@@ -198,3 +198,5 @@ def test_a_file_the_record_does_not_list_is_refused(cached):
     (cached / RECORD_NAME).write_text(json.dumps(record), encoding="utf-8")
     with pytest.raises(CacheError, match="weights.hdf5 is not listed in download.json, so it cannot be checked"):
         fetch(get_entry("tiny"), progressbar=False)
+    assert refetch(get_entry("tiny"), progressbar=False) == cached  # the record is intact: download repairs it
+    assert "weights.hdf5" in read_record(cached)["files"]
