@@ -5,7 +5,8 @@ length, sends half, closes), "slow" (sends the headers, then nothing for ``stall
 The hostile modes: "endless" (no length, the file's bytes over and over until the client hangs up or
 ``endless_limit`` bytes are sent), "huge" (announces ``endless_limit`` bytes, then sends like
 "endless"), "gzip" (the file gzip-compressed, sent with ``Content-Encoding: gzip`` whatever the
-client asked for), "drip" (no length, one byte a second until the client hangs up).
+client asked for), "drip" (no length, one byte a second until the client hangs up), "drip-headers"
+(the status line, then a header one byte a second).
 No Range requests: pooch never sends one (a killed download restarts from the beginning).
 
 Also the random-weight files in each published layout that the tests serve, and a catalog for them.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import threading
 import time
@@ -77,6 +79,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(500 if mode == "500" else 404)
             return
         server.headers[path] = dict(self.headers.items())
+        if mode == "drip-headers":
+            self._send(path, b"HTTP/1.0 200 OK\r\nX-Slow: ")
+            self._drip(path, b"x")
+            return
         data = server.files[path]
         if mode == "corrupt":
             data = data[:-1] + bytes([data[-1] ^ 0xFF])
@@ -96,9 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
                 while server.sent[path] < server.endless_limit:
                     self._send(path, body)
             elif mode == "drip":
-                for offset in range(server.endless_limit):
-                    self._send(path, body[offset % len(body) : offset % len(body) + 1])
-                    time.sleep(1.0)
+                self._drip(path, body)
             elif mode == "drop":
                 self._send(path, body[: len(body) // 2])
             elif mode == "slow":
@@ -114,8 +118,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(path, body)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        if mode in ("drop", "endless", "huge", "drip"):
+        if mode in ("drop", "endless", "huge", "drip", "drip-headers"):
             self.close_connection = True
+
+    def _drip(self, path: str, data: bytes) -> None:
+        """``data``, over and over, one byte a second until the client hangs up."""
+        try:
+            for offset in itertools.count():
+                self._send(path, data[offset % len(data)].to_bytes(1, "big"))
+                time.sleep(1.0)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _send(self, path: str, chunk: bytes) -> None:
         self.wfile.write(chunk)

@@ -222,6 +222,8 @@ def _cause(error: Exception) -> str:
     timed_out = f"timed out (no data for {limit(TIMEOUT_ENV):g} s; {TIMEOUT_ENV} sets the limit)"
     if isinstance(error, requests.Timeout) or "timed out" in str(error).lower():  # mid-file: a ConnectionError
         return timed_out
+    if isinstance(error, requests.exceptions.SSLError):
+        return "the TLS connection failed (the server's certificate or handshake; is the clock right?)"
     if isinstance(error, requests.exceptions.ChunkedEncodingError):
         return "the connection dropped before the whole file arrived"
     if isinstance(error, requests.ConnectionError):

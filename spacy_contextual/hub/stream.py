@@ -9,8 +9,7 @@ copy for ``file://``.
   sent, never decompressed: a server that compresses anyway gives a file that fails its size or digest
   check, never one larger than the cap.
 * Time: ``SPACY_CONTEXTUAL_TIMEOUT`` bounds each wait for bytes; ``SPACY_CONTEXTUAL_DOWNLOAD_DEADLINE``
-  the whole file, checked after every read (each read returns whatever has arrived, so a trickle is
-  stopped at the deadline, at most one read timeout late).
+  the whole file, connection and headers included (``deadline.py``: a trickle is stopped on time).
 * The file gets the permissions the umask gives (0644 under 0022), not the private mode of pooch's
   temporary file.
 """
@@ -20,7 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -28,6 +26,7 @@ from urllib.request import url2pathname
 
 from ..errors import ContextualError
 from ..writer import apply_umask
+from .deadline import Deadline, deadline_session
 from .limits import DEADLINE_ENV, MAX_BYTES_ENV, TIMEOUT_ENV, limit
 
 CHUNK = 1 << 16
@@ -72,13 +71,26 @@ class BoundedDownloader:
             shutil.copyfileobj(_Capped(source, self), out, CHUNK)
 
     def _get(self, url: str, out) -> None:
+        deadline = Deadline(limit(DEADLINE_ENV))
+        with deadline_session(deadline) as session, deadline:
+            try:
+                self._stream(session, url, out)
+            except Exception:
+                if not deadline.passed:
+                    raise
+            if deadline.passed:  # its shutdown may also look like the end of a body of no announced length
+                raise DownloadLimit(
+                    f"not complete after {deadline.seconds:g} s, the deadline for one file; stopped "
+                    f"({DEADLINE_ENV} sets the deadline)"
+                )
+
+    def _stream(self, session, url: str, out) -> None:
         import requests
         import urllib3
 
-        timeout, deadline = limit(TIMEOUT_ENV), limit(DEADLINE_ENV)
-        stop = time.monotonic() + deadline
+        timeout = limit(TIMEOUT_ENV)
         headers = {"Accept-Encoding": "identity"}
-        with requests.get(url, stream=True, timeout=(timeout, timeout), headers=headers) as response:
+        with session.get(url, stream=True, timeout=(timeout, timeout), headers=headers) as response:
             response.raise_for_status()
             announced = response.headers.get("Content-Length", "")
             if announced.isdigit() and int(announced) > self.cap:
@@ -92,11 +104,6 @@ class BoundedDownloader:
                         raise self.too_large(f"more than {self.cap:,} bytes arrived")
                     out.write(chunk)
                     progress.update(len(chunk))
-                    if time.monotonic() > stop:
-                        raise DownloadLimit(
-                            f"not complete after {deadline:g} s ({received:,} bytes arrived), the deadline for "
-                            f"one file; stopped ({DEADLINE_ENV} sets the deadline)"
-                        )
             finally:
                 progress.close()
 

@@ -424,3 +424,16 @@ def test_a_failed_download_leaves_no_lock_file_beside_the_models(tmp_path, monke
         fetch(get_entry("tiny"), progressbar=False)
     assert os.listdir(home) == [".locks"]  # the locks' own folder, nothing named after the model beside it
     assert [p.name for p in (home / ".locks").iterdir() if p.suffix != ".lock"] == []  # no owner file left
+
+
+def test_a_failed_tls_handshake_is_one_line(tmp_path, monkeypatch, home, server, bilm_files):
+    entry = bilm_entry(server, bilm_files)
+    url = server.url("tiny/weights.hdf5").replace("http://", "https://")  # a plain HTTP server answers TLS
+    entry["files"]["weights.hdf5"]["url"] = url
+    use_catalog(tmp_path, monkeypatch, {"tiny": entry})
+    with pytest.raises(FetchError) as caught:
+        resolve_model_dir("elmo", "tiny")
+    assert str(caught.value) == (
+        f"could not download weights.hdf5: {url}: the TLS connection failed (the server's certificate or handshake; "
+        "is the clock right?)"
+    )
