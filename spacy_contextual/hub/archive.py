@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ContextualError, quoted
 from ..types import PathLike
+from ..writer import disk_full_message
 from .limits import MAX_MEMBERS, MAX_RATIO, MAX_UNPACKED_ENV, RATIO_FLOOR, byte_limit
 
 METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
@@ -63,6 +64,15 @@ def _common_folder(members: list[tuple[zipfile.ZipInfo, tuple[str, ...]]]) -> in
     return 1 if len(tops) == 1 and inside else 0
 
 
+def _write_member(bundle: zipfile.ZipFile, info: zipfile.ZipInfo, destination: Path) -> None:
+    if info.is_dir():
+        destination.mkdir(parents=True, exist_ok=True)
+        return
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with bundle.open(info) as source, open(destination, "xb") as out:  # "x": never through a link
+        shutil.copyfileobj(source, out, 1 << 20)
+
+
 def unpack_zip(archive: PathLike, target: PathLike) -> list[Path]:
     """Unpack ``archive`` into the existing folder ``target``; returns the files written."""
     archive, target = Path(archive), Path(target)
@@ -101,13 +111,16 @@ def unpack_zip(archive: PathLike, target: PathLike) -> list[Path]:
                 if len(parts) <= skip:
                     continue
                 destination = target.joinpath(*parts[skip:])
-                if info.is_dir():
-                    destination.mkdir(parents=True, exist_ok=True)
-                    continue
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                with bundle.open(info) as source, open(destination, "xb") as out:  # "x": never through a link
-                    shutil.copyfileobj(source, out, 1 << 20)
-                written.append(destination)
+                try:
+                    _write_member(bundle, info, destination)
+                except OSError as error:  # a full disk, a name too long or too deep for this system
+                    raise ArchiveError(
+                        disk_full_message(error, destination)
+                        or f"{archive}: its member {quoted(info.filename)} cannot be written here ({error.strerror}); "
+                        "the archive is not a model archive this system can hold"
+                    ) from None
+                if not info.is_dir():
+                    written.append(destination)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError) as error:
         cause = " ".join(str(error).split())[:160] or type(error).__name__
         raise ArchiveError(f"{archive} is not a readable zip archive ({cause}); the download is damaged") from None

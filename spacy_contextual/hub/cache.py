@@ -28,11 +28,10 @@ from pathlib import Path
 from ..errors import ContextualError
 from ..integrity import confined, read_table, table_of, verify_files
 from ..text_files import read_json
-from .catalog import CatalogEntry
+from .catalog import RECORD_NAME, CatalogEntry
 
 HOME_ENV = "SPACY_CONTEXTUAL_HOME"
 OFFLINE_ENV = "SPACY_CONTEXTUAL_OFFLINE"
-RECORD_NAME = "download.json"
 DOWNLOAD_COMMAND = "spacy-contextual download"
 RETRUST = "--retrust"
 HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -29,6 +29,7 @@ CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
 CATALOG_ENV = "SPACY_CONTEXTUAL_CATALOG"
 FORMATS = {"bilm_tf": "elmo", "manylangs": "elmo", "cove_pth": "cove", "model_dir": None}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+RECORD_NAME = "download.json"  # each cached model's record (cache.py)
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 HEX = re.compile(r"^[0-9a-f]+$")
 FILE_KEYS = {"url", "mirrors", "sha256", "sha256_prefix", "bytes", "unpack"}
@@ -78,6 +79,8 @@ def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
     where = f"{origin}: model {model!r}, file {name!r}"
     if not isinstance(spec, dict) or not FILE_NAME.match(name):
         raise CatalogError(f"{where}: give a plain file name (letters, digits, . _ -) mapped to {{'url': ...}}")
+    if name == RECORD_NAME:
+        raise CatalogError(f"{where}: {RECORD_NAME} is the name of the cache's own record; give the file another name")
     unknown = sorted(set(spec) - FILE_KEYS)
     if unknown:
         raise CatalogError(f"{where}: unknown keys {unknown}; allowed: {sorted(FILE_KEYS)}")

@@ -22,6 +22,7 @@ from ..text_files import read_json
 from .limits import LOCK_WAIT_ENV, limit
 
 LOCKS = ".locks"
+GRACE = 1.0  # seconds of waiting before it is reported
 
 
 class LockWaitError(ContextualError):
@@ -46,13 +47,13 @@ def model_lock(home: Path, name: str, report: Callable[[str], None]) -> Iterator
     folder = home / LOCKS
     folder.mkdir(parents=True, exist_ok=True)
     lock, owner = FileLock(str(folder / f"{name}.lock")), folder / f"{name}.owner"
+    wait = limit(LOCK_WAIT_ENV)
     try:
-        lock.acquire(timeout=0)
+        lock.acquire(timeout=min(GRACE, wait))  # long enough for a new holder to write its owner file
     except Timeout:
-        wait = limit(LOCK_WAIT_ENV)
         report(f"{name}: {owner_of(owner)} is downloading it; waiting for it to finish (at most {wait:g} s)")
         try:
-            lock.acquire(timeout=wait)
+            lock.acquire(timeout=max(wait - GRACE, 0))
         except Timeout:
             raise LockWaitError(
                 f"{name}: {owner_of(owner)} is still downloading it after {wait:g} s of waiting (lock "

@@ -127,6 +127,7 @@ FILE = {"url": "http://127.0.0.1:9/w"}
         ({"format": ["bilm_tf"]}, "the encoder is elmo or cove"),
         ({"format": {"a": 1}, "encoder": {"b": 2}}, "the encoder is elmo or cove"),
         ({"language": 5}, "are strings"),
+        ({"files": {"download.json": FILE}}, "download.json is the name of the cache's own record"),
     ],
 )
 def test_wrong_types_in_a_catalog_are_one_line(tmp_path, spec, message):

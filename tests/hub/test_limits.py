@@ -199,6 +199,11 @@ def test_an_unknown_compression_method_is_one_line(tmp_path):
     assert "compressed with method 99, which is not stored, deflate, bzip2 or lzma" in message
 
 
+def test_a_member_name_this_system_cannot_hold_is_one_line(tmp_path):
+    message = unpack(tmp_path, zip_bytes({"m/" + "a" * 300: b"x"}))
+    assert f"its member 'm/{'a' * 77}…' cannot be written here (File name too long)" in message
+
+
 def test_an_encrypted_archive_from_the_catalog_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, home, server):
     url = server.add("m.zip", patched({"m/weights.bin": b"x" * 100}, flag_bits=0x1))
     entry = {"encoder": "elmo", "format": "manylangs", "files": {"m.zip": {"url": url, "unpack": True}}}
