@@ -6,8 +6,8 @@ The hostile modes: "endless" (no length, the file's bytes over and over until th
 ``endless_limit`` bytes are sent), "huge" (announces ``endless_limit`` bytes, then sends like
 "endless"), "gzip" (the file gzip-compressed, sent with ``Content-Encoding: gzip`` whatever the
 client asked for), "drip" (no length, one byte a second until the client hangs up), "drip-headers"
-(the status line, then a header one byte a second).
-No Range requests: pooch never sends one (a killed download restarts from the beginning).
+(the status line, then a header one byte a second). It also serves as an HTTP proxy (the path of the
+URL asked for). No Range requests: pooch never sends one (a killed download restarts from the beginning).
 
 Also the random-weight files in each published layout that the tests serve, and a catalog for them.
 """
@@ -73,6 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         server, path = self.owner, self.path.lstrip("/")
+        if "://" in self.path:  # "GET http://host/path": it serves as the client's proxy
+            path = self.path.split("://", 1)[1].partition("/")[2]
         server.requests[path] += 1
         mode = server.modes.get(path, "404")
         if path not in server.files or mode in ("404", "500"):

@@ -59,7 +59,8 @@ def _shut(sock: socket.socket) -> None:
 
 
 def deadline_session(deadline: Deadline):
-    """A requests session (no retries) whose http and https connections ``deadline`` watches."""
+    """A requests session (no retries) whose http and https connections ``deadline`` watches, direct or
+    through an http(s) proxy (a SOCKS proxy's connections are bounded by the read timeout only)."""
     import requests
     from urllib3 import connection, connectionpool
 
@@ -78,9 +79,20 @@ def deadline_session(deadline: Deadline):
     class TLSPool(connectionpool.HTTPSConnectionPool):
         ConnectionCls = watched(connection.HTTPSConnection)
 
-    adapter = requests.adapters.HTTPAdapter(max_retries=0)
-    adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
+    pools = {"http": Pool, "https": TLSPool}
+
+    class Adapter(requests.adapters.HTTPAdapter):
+        def init_poolmanager(self, *args, **kwargs) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = pools
+
+        def proxy_manager_for(self, proxy, **kwargs):
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            if not proxy.lower().startswith("socks"):
+                manager.pool_classes_by_scheme = pools
+            return manager
+
     session = requests.Session()
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
+    session.mount("http://", Adapter(max_retries=0))
+    session.mount("https://", Adapter(max_retries=0))
     return session

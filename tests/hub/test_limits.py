@@ -99,6 +99,22 @@ def test_a_trickle_stops_at_the_deadline_of_the_file(tmp_path, monkeypatch, home
     assert message == f"could not download w.bin: {url}: {deadline}"
 
 
+def test_a_trickle_through_a_proxy_stops_at_the_deadline_too(tmp_path, monkeypatch, home, server):
+    server.add("m/w.bin", DATA, "drip")
+    url = "http://models.example.invalid/m/w.bin"  # reached only through the proxy
+    entry = {"encoder": "elmo", "format": "model_dir", "files": {"w.bin": {"url": url}}}
+    monkeypatch.setenv(CATALOG_ENV, str(write_catalog(tmp_path / "catalog.json", {"m": entry})))
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.base)
+    monkeypatch.setenv(DEADLINE_ENV, "2.5")
+    started = time.monotonic()
+    assert refused(home).endswith(
+        "not complete after 2.5 s, the deadline for one file; stopped (" + DEADLINE_ENV + " sets the deadline)"
+    )
+    assert time.monotonic() - started < 4.5 and server.requests["m/w.bin"] == 1
+
+
 HOLD_LOCK = (
     "import sys, time\n"
     "from pathlib import Path\n"
