@@ -2,8 +2,9 @@
 
 Bytes that are not UTF-8 are an error naming ``file:line`` (``errors="replace"`` puts U+FFFD in
 their place instead); a truncated gzip file is an error naming the file; a JSONL line that is not a
-JSON object is an error naming ``file:line``; a JSON file that cannot be parsed is an error naming the
-file and the position. Nothing is skipped silently except blank JSONL lines.
+JSON object is an error naming ``file:line``; a JSON file that cannot be parsed, or nests more than
+``MAX_JSON_DEPTH`` levels (never a ``RecursionError``), is an error naming the file and the position.
+Nothing is skipped silently except blank JSONL lines.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .writer import note_read
 GZIP_MAGIC = b"\x1f\x8b"
 BYTE_ORDER_MARK = "\ufeff"
 ERROR_MODES = ("strict", "replace")
+MAX_JSON_DEPTH = 100  # no configuration, record or catalog of ours nests more than a few levels
 UTF8_FIX = "re-encode the file as UTF-8"
 
 
@@ -91,16 +93,35 @@ def numbered_lines(path: PathLike, errors: str = "strict", fix: str = UTF8_FIX) 
 
 
 def read_json(path: PathLike, fix: str, error: type[ContextualError] = InputFileError) -> Any:
-    """The parsed JSON file ``path`` (a leading byte-order mark is allowed). Bytes that are not UTF-8 or
-    text that is not JSON raise ``error``: "FILE is not valid JSON (what, where); ``fix``"."""
+    """The parsed JSON file ``path`` (a leading byte-order mark is allowed). Bytes that are not UTF-8,
+    text that is not JSON, or arrays and objects nested more than ``MAX_JSON_DEPTH`` deep raise ``error``:
+    "FILE is not valid JSON (what, where); ``fix``"."""
     raw = Path(path).read_bytes()
     try:
-        return json.loads(raw.decode("utf-8-sig"))
+        document = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as err:
         where = f"byte {raw[err.start]:#04x} at offset {err.start} is not UTF-8"
     except json.JSONDecodeError as err:
         where = f"{err.msg} at line {err.lineno} column {err.colno}"
+    except RecursionError:
+        where = f"nested more than {MAX_JSON_DEPTH} levels deep"
+    else:
+        if not nested_deeper_than(document, MAX_JSON_DEPTH):
+            return document
+        where = f"nested more than {MAX_JSON_DEPTH} levels deep"
     raise error(f"{path} is not valid JSON ({where}); {fix}") from None
+
+
+def nested_deeper_than(document: Any, limit: int) -> bool:
+    """Whether arrays and objects in ``document`` nest more than ``limit`` levels (without recursion)."""
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > limit:
+                return True
+            pending.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return False
 
 
 def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import glob
 import os
 import secrets
 import shutil
@@ -83,8 +84,12 @@ def interrupted_versions(target: PathLike, kinds: tuple[str, ...] = ("old", "new
     target = Path(target)
     if not target.parent.is_dir():
         return []
-    endings = tuple(MARK + kind for kind in kinds)
-    found = [path for path in target.parent.glob(f".{target.name}.*{MARK}*") if path.name.endswith(endings)]
+    prefix, endings = f".{target.name}.", tuple(MARK + kind for kind in kinds)
+    found = [
+        path
+        for path in target.parent.glob(f"{glob.escape(prefix)}*{MARK}*")
+        if path.name.endswith(endings) and "." not in path.name[len(prefix) : path.name.rindex(MARK)]
+    ]  # the random part has no dot: ``.a.b.<random>`` is a working name of ``a.b``, not of ``a``
     return sorted(found, key=lambda path: (not path.name.endswith("old"), path.name))
 
 

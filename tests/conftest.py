@@ -3,9 +3,9 @@ tiers; the helpers behind them are in util.py.
 
 Tiers: ``-m "not integration"`` is the fast in-process tier. A test is ``integration`` when it starts a
 process (a subprocess, a multiprocessing worker: ``nlp.pipe(n_process=2)``, torchrun), serves files
-(the ``server`` fixture), drives a browser, runs ``spacy train`` or trains a model end to end: tests using the server fixture and
-the modules that train or drive a browser are marked here, and any other test that starts a process
-without the mark fails, so the fast tier stays in-process by construction."""
+(the ``server`` fixture), drives a browser, runs ``spacy train`` or trains a model end to end. Tests using
+the server fixture are marked here, the others in their modules; a test that starts a process without
+the mark fails, so the fast tier stays in-process by construction."""
 
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def home(tmp_path, monkeypatch):
     """An empty model cache for the test, online, with a short server timeout and no user catalog."""
     from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
     from spacy_contextual.hub.catalog import CATALOG_ENV
-    from spacy_contextual.hub.fetch import TIMEOUT_ENV
+    from spacy_contextual.hub.limits import TIMEOUT_ENV
 
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(OFFLINE_ENV, raising=False)

@@ -2,14 +2,21 @@
 requests per path, and misbehaves on demand (per path): "404", "500", "drop" (announces the full
 length, sends half, closes), "slow" (sends the headers, then nothing for ``stall`` seconds),
 "trickle" (the whole file in small pieces over ``trickle_seconds``), "corrupt" (one byte flipped).
-No Range requests: pooch never sends one (a killed download restarts from the beginning).
+The hostile modes: "endless" (no length, the file's bytes over and over until the client hangs up or
+``endless_limit`` bytes are sent), "huge" (announces ``endless_limit`` bytes, then sends like
+"endless"), "gzip" (the file gzip-compressed, sent with ``Content-Encoding: gzip`` whatever the
+client asked for), "drip" (no length, one byte a second until the client hangs up), "drip-headers"
+(the status line, then a header one byte a second). It also serves as an HTTP proxy (the path of the
+URL asked for). No Range requests: pooch never sends one (a killed download restarts from the beginning).
 
 Also the random-weight files in each published layout that the tests serve, and a catalog for them.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
+import itertools
 import json
 import threading
 import time
@@ -29,6 +36,8 @@ class ModelServer:
         self.modes: dict[str, str] = {}
         self.requests: Counter[str] = Counter()
         self.sent: Counter[str] = Counter()
+        self.headers: dict[str, dict[str, str]] = {}  # the last request's headers, per path
+        self.endless_limit = 1 << 30
         self.stall = 30.0
         self.trickle_seconds = 3.0
         handler = type("Handler", (_Handler,), {"owner": self})
@@ -64,20 +73,39 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         server, path = self.owner, self.path.lstrip("/")
+        if "://" in self.path:  # "GET http://host/path": it serves as the client's proxy
+            path = self.path.split("://", 1)[1].partition("/")[2]
         server.requests[path] += 1
         mode = server.modes.get(path, "404")
         if path not in server.files or mode in ("404", "500"):
             self.send_error(500 if mode == "500" else 404)
             return
+        server.headers[path] = dict(self.headers.items())
+        if mode == "drip-headers":
+            self._send(path, b"HTTP/1.0 200 OK\r\nX-Slow: ")
+            self._drip(path, b"x")
+            return
         data = server.files[path]
         if mode == "corrupt":
             data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        if mode == "gzip":
+            data = gzip.compress(data, mtime=0)
         self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
+        if mode == "gzip":
+            self.send_header("Content-Encoding", "gzip")
+        if mode == "huge":
+            self.send_header("Content-Length", str(server.endless_limit))
+        elif mode not in ("endless", "drip"):
+            self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         body = data
         try:
-            if mode == "drop":
+            if mode in ("endless", "huge"):
+                while server.sent[path] < server.endless_limit:
+                    self._send(path, body)
+            elif mode == "drip":
+                self._drip(path, body)
+            elif mode == "drop":
                 self._send(path, body[: len(body) // 2])
             elif mode == "slow":
                 time.sleep(server.stall)
@@ -92,8 +120,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(path, body)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        if mode == "drop":
+        if mode in ("drop", "endless", "huge", "drip", "drip-headers"):
             self.close_connection = True
+
+    def _drip(self, path: str, data: bytes) -> None:
+        """``data``, over and over, one byte a second until the client hangs up."""
+        try:
+            for offset in itertools.count():
+                self._send(path, data[offset % len(data)].to_bytes(1, "big"))
+                time.sleep(1.0)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _send(self, path: str, chunk: bytes) -> None:
         self.wfile.write(chunk)

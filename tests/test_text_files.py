@@ -4,12 +4,13 @@ JSON files read through one reader that names the file and the position."""
 from __future__ import annotations
 
 import gzip
+import json
 
 import pytest
 from util import GOOD_SENSE, REPO, assert_one_line_error, cli
 
 from spacy_contextual.errors import ModelDirError
-from spacy_contextual.text_files import InputFileError, read_json
+from spacy_contextual.text_files import MAX_JSON_DEPTH, InputFileError, read_json
 
 
 def test_missing_unreadable_and_undecodable_input(tmp_path):
@@ -36,6 +37,17 @@ def test_read_json_names_the_file_and_the_position(tmp_path):
         read_json(bad, "copy it again", ModelDirError)
     bad.write_bytes(b'\xef\xbb\xbf{"a": 1}')  # a byte-order mark, as some editors write
     assert read_json(bad, "unused") == {"a": 1}
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 150, 100_000])
+def test_deeply_nested_json_is_one_line_not_a_recursion_error(tmp_path, depth):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a": ' * (depth - 1) + "[1]" + "}" * (depth - 1), encoding="utf-8")
+    with pytest.raises(InputFileError) as caught:
+        read_json(deep, "fix it")
+    assert str(caught.value) == f"{deep} is not valid JSON (nested more than {MAX_JSON_DEPTH} levels deep); fix it"
+    deep.write_text(text := "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, encoding="utf-8")
+    assert read_json(deep, "unused") == json.loads(text)  # as deep as allowed: read
 
 
 def test_every_json_file_the_package_reads_goes_through_read_json(tmp_path):

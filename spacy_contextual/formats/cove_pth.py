@@ -1,7 +1,7 @@
 """The published CoVe encoder ``wmtlstm-*.pth`` (salesforce/cove), from a local path, over GloVe.
 
 A plain ``nn.LSTM(300, 300, num_layers=2, bidirectional=True)`` state dict: 16 tensors, no key
-prefix. Loaded with ``torch.load(weights_only=True)`` (no arbitrary unpickling), memory-mapped where
+prefix. Loaded with ``torch.load(weights_only=True)`` (``weights_only.py``: no code runs), memory-mapped where
 the file is in the zip format (so its tensors can be no larger than the file); every key and shape
 is checked, before anything is copied, and a mismatch names the key, the expected and the found
 shape. The file holds only the MT-LSTM; its input vectors come from the user's GloVe text file
@@ -22,6 +22,7 @@ from ..models.mtlstm import MTLSTM
 from ..models.text import SPECIALS
 from ..types import PathLike
 from .vectors import load_vectors
+from .weights_only import load_weights_only
 
 INPUT_DIM, HIDDEN_DIM, NUM_LAYERS = 300, 300, 2
 
@@ -82,10 +83,7 @@ def load_cove_pth(path: PathLike) -> MTLSTM:
             f"CoVe weight file {path} does not exist; nothing is downloaded: bring your own copy of "
             "wmtlstm-8f474287.pth"
         )
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
-    except Exception as error:  # torch raises several types for non-checkpoint or unsafe files
-        raise CovePthError(f"{path} could not be read as a weights-only PyTorch file: {error}") from error
+    state = load_weights_only(path, CovePthError, mmap=zipfile.is_zipfile(path))
     state = validate_cove_state_dict(state, str(path))
     encoder = MTLSTM(INPUT_DIM, HIDDEN_DIM, NUM_LAYERS)
     encoder.load_published_state_dict({k: v.float() for k, v in state.items()})

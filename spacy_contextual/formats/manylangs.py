@@ -21,7 +21,6 @@ gates reordered from i, f, g, o to i, j(=g), f, o.
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from ..text_files import read_json
 from ..types import PathLike
 from .model_config import MANYLANGS, Rule, integer, number, one_of, validate_section
 from .model_dir import check_finite, check_state
+from .weights_only import load_weights_only
 
 CONFIG_NAME, WORDS_NAME, CHARS_NAME = "config.json", "word.dic", "char.dic"
 TOKEN_EMBEDDER_NAME, ENCODER_NAME = "token_embedder.pkl", "encoder.pkl"
@@ -160,20 +160,7 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
         raise FileNotFoundError(
             f"{path} is missing; an ELMoForManyLangs model has {TOKEN_EMBEDDER_NAME} and {ENCODER_NAME}"
         )
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as error:
-        message = str(error)
-        if "WeightsUnpickler error:" in message:  # not torch's advice around it, which is to unpickle anyway
-            reason = message.split("WeightsUnpickler error:", 1)[1].split(". Please")[0]
-            raise ModelDirError(
-                f"{path} cannot be read as tensors only ({' '.join(reason.split())[:160]}): it is damaged, or it "
-                "holds other objects, which are never unpickled here (they could run code)"
-            ) from None
-        cause = (message.strip().splitlines() or [type(error).__name__])[0]
-        raise ModelDirError(
-            f"{path} is not a readable PyTorch state dict ({cause[:200]}); the file is damaged or truncated"
-        ) from None
+    state = load_weights_only(path, ModelDirError)
     if not isinstance(state, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
     ):

@@ -22,14 +22,18 @@ from pathlib import Path
 from ..errors import ContextualError, quoted
 from ..text_files import read_json
 from ..types import PathLike
+from ..writer import MARK
+from .stream import SCHEMES
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
 CATALOG_ENV = "SPACY_CONTEXTUAL_CATALOG"
 FORMATS = {"bilm_tf": "elmo", "manylangs": "elmo", "cove_pth": "cove", "model_dir": None}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+RECORD_NAME = "download.json"  # each cached model's record (cache.py)
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 HEX = re.compile(r"^[0-9a-f]+$")
 FILE_KEYS = {"url", "mirrors", "sha256", "sha256_prefix", "bytes", "unpack"}
+WORKING_ENDINGS = (".tmp", ".old", ".new", ".lock", ".owner")  # never a model: the cache's or a user's own files
 ENTRY_KEYS = {"encoder", "format", "language", "size", "source", "licence", "notes", "files"}
 
 
@@ -64,23 +68,34 @@ class CatalogEntry:
     def hash_published(self) -> bool:
         return all(file.sha256 for file in self.files)
 
+    @property
+    def download_bytes(self) -> int | None:
+        """The published size of the download, None unless the catalog gives every file's ``bytes``."""
+        sizes = [file.bytes for file in self.files]
+        return None if None in sizes else sum(sizes)
+
 
 def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
     where = f"{origin}: model {model!r}, file {name!r}"
     if not isinstance(spec, dict) or not FILE_NAME.match(name):
         raise CatalogError(f"{where}: give a plain file name (letters, digits, . _ -) mapped to {{'url': ...}}")
+    if name == RECORD_NAME:
+        raise CatalogError(f"{where}: {RECORD_NAME} is the name of the cache's own record; give the file another name")
     unknown = sorted(set(spec) - FILE_KEYS)
     if unknown:
         raise CatalogError(f"{where}: unknown keys {unknown}; allowed: {sorted(FILE_KEYS)}")
-    urls = [spec.get("url"), *spec.get("mirrors", [])]
-    if not all(isinstance(url, str) and "://" in url for url in urls):
-        raise CatalogError(f"{where}: 'url' and every mirror must be a URL such as https://... or file:///...")
+    mirrors = spec.get("mirrors", [])
+    if not isinstance(mirrors, list):
+        raise CatalogError(f"{where}: 'mirrors' must be a list of URLs, not {type(mirrors).__name__}")
+    urls = [spec.get("url"), *mirrors]
+    if not all(isinstance(url, str) and url.split("://", 1)[0] in SCHEMES and "://" in url for url in urls):
+        raise CatalogError(f"{where}: 'url' and every mirror must be an http://, https:// or file:/// URL")
     sha256, prefix, size = spec.get("sha256"), spec.get("sha256_prefix"), spec.get("bytes")
     if sha256 is not None and not (isinstance(sha256, str) and len(sha256) == 64 and HEX.match(sha256)):
         raise CatalogError(f"{where}: 'sha256' must be 64 lowercase hex digits")
     if prefix is not None and not (isinstance(prefix, str) and 0 < len(prefix) <= 64 and HEX.match(prefix)):
         raise CatalogError(f"{where}: 'sha256_prefix' must be lowercase hex digits")
-    if size is not None and not (isinstance(size, int) and size > 0):
+    if size is not None and not (type(size) is int and size > 0):
         raise CatalogError(f"{where}: 'bytes' must be a positive integer")
     unpack = spec.get("unpack", False)
     if not isinstance(unpack, bool) or (unpack and not name.endswith(".zip")):
@@ -91,13 +106,19 @@ def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
 def _entry(origin: str, name: str, spec: object) -> CatalogEntry:
     if not isinstance(name, str) or not NAME.match(name):
         raise CatalogError(f"{origin}: model name {name!r} must be lowercase letters, digits, . _ - (at most 100)")
+    if name.endswith(WORKING_ENDINGS) or MARK in name:
+        raise CatalogError(
+            f"{origin}: model name {name!r} ends like a working name of the cache ({', '.join(WORKING_ENDINGS)}); "
+            "choose another name"
+        )
     if not isinstance(spec, dict):
         raise CatalogError(f"{origin}: model {name!r} must be an object with encoder, format, files")
     unknown = sorted(set(spec) - ENTRY_KEYS)
     if unknown:
         raise CatalogError(f"{origin}: model {name!r} has unknown keys {unknown}; allowed: {sorted(ENTRY_KEYS)}")
     encoder, file_format = spec.get("encoder"), spec.get("format")
-    if file_format not in FORMATS or encoder not in ("elmo", "cove") or FORMATS[file_format] not in (None, encoder):
+    known = isinstance(file_format, str) and file_format in FORMATS and isinstance(encoder, str)
+    if not known or encoder not in ("elmo", "cove") or FORMATS[file_format] not in (None, encoder):
         raise CatalogError(
             f"{origin}: model {name!r} has encoder {encoder!r} and format {file_format!r}; the encoder is elmo or cove "
             "and the format one of bilm_tf, manylangs (elmo), cove_pth (cove), model_dir (either)"

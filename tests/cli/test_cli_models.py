@@ -31,9 +31,12 @@ def test_models_lists_the_catalog_and_download_fills_the_cache(home, server, cat
     listed = runner.invoke(app, ["models", "--catalog", str(catalog)])
     assert listed.exit_code == 0, listed.output
     assert "elmo-original" in listed.stdout and "elmo-manylangs-fi" in listed.stdout and "cove-wmt" in listed.stdout
-    assert row(listed.stdout, "tiny").split()[:4] == ["tiny", "elmo", "en", "-"]
-    assert " no " in row(listed.stdout, "tiny") and "none yet" in row(listed.stdout, "tiny")
-    assert f"cache: {home} (54 models)" in listed.stdout
+    assert row(listed.stdout, "tiny").split()[:6] == ["tiny", "elmo", "en", "-", "?", "no"]  # no published size
+    assert "none yet" in row(listed.stdout, "tiny")
+    assert listed.stdout.rstrip().endswith(f"cache: {home} (0 models cached, 0.0 MiB)")  # not the catalog's 54
+    bundled = [line.split() for line in listed.stdout.splitlines() if line.startswith("default ")]
+    assert [cells[:3] for cells in bundled] == [["default", "elmo", "en"], ["default", "cove", "en"]]
+    assert all(cells[-1].endswith(("assets/elmo", "assets/cove")) for cells in bundled)
 
     fetched = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
     assert fetched.exit_code == 0, fetched.output
@@ -44,6 +47,7 @@ def test_models_lists_the_catalog_and_download_fills_the_cache(home, server, cat
     listed = runner.invoke(app, ["models", "--catalog", str(catalog)])
     line = row(listed.stdout, "tiny")
     assert "yes, 0.1 MiB" in line and "trust-on-first-use" in line and line.endswith(str(home / "tiny"))
+    assert listed.stdout.rstrip().endswith(f"cache: {home} (1 model cached, 0.1 MiB)")
     again = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
     assert again.exit_code == 0 and server.requests == {"tiny/options.json": 1, "tiny/weights.hdf5": 1}
 
@@ -91,3 +95,35 @@ def test_models_markdown_is_the_readme_table(home):
     result = runner.invoke(app, ["models", "--markdown"])
     assert result.exit_code == 0
     assert result.stdout.strip() in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_changed_server_file_is_refused_in_one_line_with_both_digests_until_retrust(home, server, catalog):
+    import hashlib
+
+    assert runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)]).exit_code == 0
+    weights = home / "tiny" / "weights.hdf5"
+    trusted = hashlib.sha256(weights.read_bytes()).hexdigest()
+    weights.write_bytes(weights.read_bytes()[:-1])  # damaged in the cache
+    server.files["tiny/weights.hdf5"] += b"v2"  # and the publisher changed the file
+    now = hashlib.sha256(server.files["tiny/weights.hdf5"]).hexdigest()
+    result = runner.invoke(app, ["download", "tiny", "--catalog", str(catalog)])
+    assert result.exit_code == 1
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert f"wrong SHA-256 {now}, expected {trusted}" in error and "download tiny --retrust" in error
+    result = runner.invoke(app, ["download", "tiny", "--retrust", "--catalog", str(catalog)])
+    assert result.exit_code == 0, result.output
+    assert f"tiny: weights.hdf5 is now trusted as SHA-256 {now} (was {trusted})" in result.stderr
+    assert weights.read_bytes() == server.files["tiny/weights.hdf5"]
+
+
+def test_download_sizes_are_the_published_ones_and_a_damaged_record_is_shown(tmp_path, home, server):
+    files = bilm_tf_files(tmp_path / "bilm")
+    sizes = {name: {"bytes": len(data)} for name, data in files.items()}
+    catalog = write_catalog(tmp_path / "sized.json", {"sized": bilm_entry(server, files, **sizes)})
+    listed = runner.invoke(app, ["models", "--catalog", str(catalog)])
+    assert row(listed.stdout, "sized").split()[4:6] == [f"{sum(map(len, files.values())) / 2**20:.1f}", "MiB"]
+    assert runner.invoke(app, ["download", "sized", "--catalog", str(catalog)]).exit_code == 0
+    (home / "sized" / "download.json").write_text("{", encoding="utf-8")
+    listed = runner.invoke(app, ["models", "--catalog", str(catalog)])
+    assert "damaged record (--retrust)" in row(listed.stdout, "sized")
+    assert listed.stdout.rstrip().endswith("(0 models cached, 0.0 MiB)")

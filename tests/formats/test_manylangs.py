@@ -348,6 +348,13 @@ class Evil:
         return (print, ("this code must never run",))
 
 
+class SystemCall:
+    """A payload from a module torch blocks outright (its refusal has no "WeightsUnpickler error:")."""
+
+    def __reduce__(self):
+        return (os.system, ("echo this code must never run",))
+
+
 @pytest.mark.parametrize(
     "damage, message",
     [
@@ -359,11 +366,19 @@ class Evil:
         (lambda d: (d / "encoder.pkl").unlink(), "encoder.pkl is missing"),
         (
             lambda d: (d / "encoder.pkl").write_bytes(b"\x80\x02garbage"),
-            r"encoder.pkl cannot be read as tensors only \(Unsupported operand",
+            r"encoder.pkl contains code or objects that are not plain weights \(Unsupported operand 103\); refused, "
+            "nothing was run",
         ),
         (
             lambda d: torch.save({"w": Evil()}, d / "encoder.pkl"),
-            r"encoder.pkl cannot be read as tensors only \(Unsupported global",
+            r"encoder.pkl contains code or objects that are not plain weights \(Unsupported global: GLOBAL print "
+            r"was not an allowed global by default\); refused, nothing was run: load only weight files from a source "
+            "you trust$",
+        ),
+        (
+            lambda d: torch.save({"w": SystemCall()}, d / "encoder.pkl"),
+            r"encoder.pkl contains code or objects that are not plain weights \(Trying to load unsupported GLOBAL "
+            r"posix.system whose module posix is blocked\); refused, nothing was run",
         ),
         (lambda d: _truncate(d / "encoder.pkl"), r"encoder.pkl is not a readable PyTorch state dict \(unexpected EOF"),
         (lambda d: _claim_a_huge_storage(d / "encoder.pkl"), r"encoder.pkl is not a readable PyTorch state dict"),

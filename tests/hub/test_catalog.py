@@ -91,7 +91,7 @@ def test_a_user_catalog_adds_and_replaces_entries(tmp_path, monkeypatch, shipped
         ("x", {"encoder": "elmo", "format": "cove_pth", "files": {}}, "encoder 'elmo' and format 'cove_pth'"),
         ("x", {"encoder": "elmo", "format": "bilm_tf"}, "needs 'files'"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"../w": {"url": "http://h/w"}}}, "plain file name"),
-        ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "h/w"}}}, "must be a URL"),
+        ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "h/w"}}}, "must be an http"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "http://h", "sha256": "ab"}}}, "64"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "http://h", "md5": "ab"}}}, "md5"),
         ("x", {"encoder": "elmo", "format": "bilm_tf", "files": {"w": {"url": "http://h", "unpack": True}}}, "zip"),
@@ -104,6 +104,46 @@ def test_an_invalid_entry_is_refused_with_the_file_and_the_model(tmp_path, name,
     with pytest.raises(CatalogError, match=message) as caught:
         read_catalog(path)
     assert str(path) in str(caught.value)
+
+
+FILE = {"url": "http://127.0.0.1:9/w"}
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"files": {"w": {**FILE, "mirrors": 5}}}, "'mirrors' must be a list of URLs, not int"),
+        ({"files": {"w": {**FILE, "mirrors": "http://h/w"}}}, "'mirrors' must be a list of URLs, not str"),
+        ({"files": {"w": {**FILE, "mirrors": [5]}}}, "every mirror must be an http"),
+        ({"files": {"w": {"url": None}}}, "every mirror must be an http"),
+        ({"files": {"w": {"url": "ftp://h/w"}}}, "every mirror must be an http"),
+        ({"files": {"w": {**FILE, "bytes": "1000"}}}, "'bytes' must be a positive integer"),
+        ({"files": {"w": {**FILE, "bytes": True}}}, "'bytes' must be a positive integer"),
+        ({"files": {"w": {**FILE, "sha256": 5}}}, "'sha256' must be 64"),
+        ({"files": {"w": {**FILE, "sha256_prefix": ["ab"]}}}, "'sha256_prefix' must be"),
+        ({"files": {"w": {**FILE, "unpack": "yes"}}}, "'unpack' is true or false"),
+        ({"files": {"w": [FILE]}}, "plain file name"),
+        ({"files": [FILE]}, "needs 'files'"),
+        ({"format": ["bilm_tf"]}, "the encoder is elmo or cove"),
+        ({"format": {"a": 1}, "encoder": {"b": 2}}, "the encoder is elmo or cove"),
+        ({"language": 5}, "are strings"),
+        ({"files": {"download.json": FILE}}, "download.json is the name of the cache's own record"),
+    ],
+)
+def test_wrong_types_in_a_catalog_are_one_line(tmp_path, spec, message):
+    entry = {"encoder": "elmo", "format": "bilm_tf", "files": {"w": FILE}, **spec}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"models": {"x": entry}}))
+    with pytest.raises(CatalogError, match=message) as caught:
+        read_catalog(path)
+    assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
+
+
+def test_a_deeply_nested_catalog_is_one_line(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"models": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    with pytest.raises(CatalogError, match=r"deep.json is not valid JSON \(nested more than 100 levels deep\)"):
+        read_catalog(path)
 
 
 def test_an_unreadable_catalog_is_one_clear_error(tmp_path):
