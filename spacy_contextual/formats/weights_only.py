@@ -5,7 +5,8 @@ Every refusal is one line naming the file and saying what it is. A ``pickle.Unpi
 torch's weights-only unpickler refuses a class, a function, a blocked module or an opcode it does
 not allow) means the file holds code or objects that are not plain weights: refused, and nothing
 was run; the line gives the unpickler's own reason, never torch's advice to load it without the
-check. Anything else (a truncated zip, an unexpected end of file) is a damaged file.
+check. Anything else (a truncated zip, an unexpected end of file, bytes that are no pickle opcode) is a
+damaged file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 from ..errors import ContextualError
 
 REASON_CHARACTERS = 120
+DAMAGED_PICKLE = ("Unsupported operand",)  # bytes that are no pickle opcode: a cut or damaged file, not code
 
 
 def load_weights_only(path: Path, error: type[ContextualError], mmap: bool = False) -> object:
@@ -26,6 +28,10 @@ def load_weights_only(path: Path, error: type[ContextualError], mmap: bool = Fal
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as refused:
+        if _reason(refused).startswith(DAMAGED_PICKLE):
+            raise error(
+                f"{path} is not a readable PyTorch state dict ({_reason(refused)}); the file is damaged or truncated"
+            ) from None
         raise error(
             f"{path} contains code or objects that are not plain weights ({_reason(refused)}); refused, nothing "
             "was run: load only weight files from a source you trust"

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ContextualError, quoted
 from ..types import PathLike
-from ..writer import disk_full_message
+from ..writer import storage_failure
 from .limits import MAX_MEMBERS, MAX_RATIO, MAX_UNPACKED_ENV, RATIO_FLOOR, byte_limit
 
 METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
@@ -114,10 +114,12 @@ def unpack_zip(archive: PathLike, target: PathLike) -> list[Path]:
                 try:
                     _write_member(bundle, info, destination)
                 except OSError as error:  # a full disk, a name too long or too deep for this system
+                    reason = storage_failure(error)
                     raise ArchiveError(
-                        disk_full_message(error, destination)
-                        or f"{archive}: its member {quoted(info.filename)} cannot be written here ({error.strerror}); "
-                        "the archive is not a model archive this system can hold"
+                        f"could not write {destination}: {reason}; free some space or raise the limit"
+                        if reason
+                        else f"{archive}: its member {quoted(info.filename)} cannot be written here "
+                        f"({error.strerror}); the archive is not a model archive this system can hold"
                     ) from None
                 if not info.is_dir():
                     written.append(destination)
