@@ -107,7 +107,7 @@ def holds_nothing(directory: Path) -> bool:
         return not any(directory.iterdir())
     except FileNotFoundError:
         return not directory.is_symlink()
-    except NotADirectoryError:
+    except OSError:  # a file, or a folder that cannot be read: something is there
         return False
 
 

@@ -34,7 +34,7 @@ SCHEMES = ("http", "https", "file")
 
 
 class DownloadLimit(ContextualError):
-    """A download stopped by one of its limits (size or deadline)."""
+    """A download refused or stopped by one of its limits: the scheme, the kind of source, the size, the time."""
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,14 @@ def test_a_trickle_through_a_proxy_stops_at_the_deadline_too(tmp_path, monkeypat
     assert time.monotonic() - started < 4.5 and server.requests["m/w.bin"] == 1
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "inf", "nan"])
+def test_a_limit_that_is_not_a_number_above_0_is_one_line(tmp_path, monkeypatch, home, server, value):
+    one_file_model(tmp_path, monkeypatch, server, "ok")
+    monkeypatch.setenv(DEADLINE_ENV, value)
+    message = refused(home)
+    assert message.endswith(f"{DEADLINE_ENV}={value!r} is not a number above 0; unset it for the default, 3,600")
+
+
 HOLD_LOCK = (
     "import sys, time\n"
     "from pathlib import Path\n"
