@@ -366,8 +366,7 @@ class SystemCall:
         (lambda d: (d / "encoder.pkl").unlink(), "encoder.pkl is missing"),
         (
             lambda d: (d / "encoder.pkl").write_bytes(b"\x80\x02garbage"),
-            r"encoder.pkl contains code or objects that are not plain weights \(Unsupported operand 103\); refused, "
-            "nothing was run",
+            r"encoder.pkl is not a readable PyTorch state dict \(Unsupported operand 103\); the file is damaged",
         ),
         (
             lambda d: torch.save({"w": Evil()}, d / "encoder.pkl"),
