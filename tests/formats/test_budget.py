@@ -38,7 +38,7 @@ def refused_quickly(load, *args, match):
     start = time.perf_counter()
     with pytest.raises(ContextualError, match=match) as refused:
         load(*args)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 10.0  # building what the config asks for would take minutes or all memory
     assert "\n" not in str(refused.value)
 
 
