@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from ._app import PRECISION_HELP, app
+from .model_option import Catalog, model_option
+
+CoveMT = Annotated[str, model_option("cove", what="CoVe MT model", extra="a cove-mt model")]
 
 
 @app.command("train-glove")
@@ -81,7 +85,8 @@ def train_cove_command(
 @app.command("translate")
 def translate_command(
     input_file: Path = typer.Argument(..., help="One raw English sentence per line; '-' reads stdin"),
-    model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
+    model: CoveMT = "default",
+    catalog: Catalog = None,
     beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write German here instead of stdout"),
@@ -121,7 +126,8 @@ def bleu_command(
     reference: Path = typer.Argument(
         ..., exists=True, dir_okay=False, help="Raw German references, line-aligned (.gz ok)"
     ),
-    model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
+    model: CoveMT = "default",
+    catalog: Catalog = None,
     beam: int = typer.Option(5, "--beam", min=1),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0),
     replace_unk: bool = typer.Option(
@@ -129,11 +135,9 @@ def bleu_command(
     ),
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
-    from ..formats.bundled import resolve_model_dir
     from ..training.bleu import evaluate_bleu
 
-    path = resolve_model_dir("cove", model)
-    typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha, replace_unk).to_dict(), indent=1))
+    typer.echo(json.dumps(evaluate_bleu(Path(model), source, reference, beam, alpha, replace_unk).to_dict(), indent=1))
 
 
 @app.command("export-cove")

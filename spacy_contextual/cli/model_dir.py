@@ -9,10 +9,12 @@ spacy-contextual write-manifest spacy_contextual/assets/elmo`` (and ``.../cove``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from ._app import app
+from .model_option import Catalog, model_argument
 
 
 @app.command("write-manifest")
@@ -28,10 +30,11 @@ def write_manifest_command(
 
 @app.command("convert-model")
 def convert_model_command(
-    model_dir: Path = typer.Argument(
-        ..., exists=True, file_okay=False, help="An ELMo model directory: ELMoForManyLangs, bilm-tf or ours"
-    ),
+    model: Annotated[
+        str, model_argument("elmo", what="ELMo", extra="a folder in any ELMo format: ELMoForManyLangs, bilm-tf or ours")
+    ],
     output_dir: Path = typer.Argument(..., help="The new model directory (config.json + model.safetensors)"),
+    catalog: Catalog = None,
 ) -> None:
     """Convert an ELMo model (an unpacked ELMoForManyLangs archive, a bilm-tf options.json + weights.hdf5
     directory) into our model directory: safetensors + JSON + text, so later loads read no pickle or HDF5.
@@ -40,6 +43,7 @@ def convert_model_command(
     from ..formats.bilm_dir import save_bilm
     from ..formats.detect import load_elmo
 
+    model_dir = Path(model)
     if output_dir.resolve() == model_dir.resolve():
         raise ContextualError(f"{output_dir} is the model being converted; give a new directory")
     path = save_bilm(load_elmo(model_dir), output_dir)
