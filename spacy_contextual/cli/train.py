@@ -131,13 +131,20 @@ def evaluate_command(
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
     outside the model's vocabulary counted as <UNK>."""
+    from ..errors import ContextualError
     from ..formats.atomic import atomic_file, check_can_write
+    from ..formats.detect import BILM_TF, format_of
     from ..training.evaluate import load_language_model, perplexity
     from ..training.export import find_trained_model
     from ..training.finetune import has_softmax
 
     if json_out:
         check_can_write(json_out)
+    if format_of(model_dir) == BILM_TF:
+        raise ContextualError(
+            f"{model_dir} holds bilm-tf files, which carry no LM softmax; perplexity needs one: fine-tune the "
+            "model with finetune-elmo first"
+        )
     source = find_trained_model(model_dir)
     if not has_softmax(source):
         raise typer.BadParameter(

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 import typer
-from model_server import model_dir_entry, write_catalog
+from model_server import bilm_entry, bilm_tf_files, model_dir_entry, write_catalog
 from util import assert_one_line_error, cli, tiny_cove_dir, tiny_elmo_dir
 
 from spacy_contextual.cli import app
@@ -107,3 +107,14 @@ def test_an_unknown_name_is_one_line_saying_what_to_give(args, tmp_path):
     args = [str(text) if a == "TEXT" else str(tmp_path / a) if a.startswith("OUT") else a for a in args]
     result = cli(*args)
     assert_one_line_error(result, "'no-such-model' is not a directory", "spacy-contextual models", "'default'")
+
+
+def test_evaluate_lm_on_a_published_bilm_tf_name_says_it_has_no_softmax(tmp_path, home, server):
+    catalog = write_catalog(tmp_path / "catalog.json", {"tiny": bilm_entry(server, bilm_tf_files(tmp_path / "bilm"))})
+    text = tmp_path / "text.txt"
+    text.write_text("The bank .\n", encoding="utf-8")
+    result = cli("evaluate-lm", "tiny", text, "--catalog", catalog)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    error = result.stderr.strip().splitlines()[-1]  # after the download's progress lines
+    assert error.startswith(f"error: {home / 'tiny'} holds bilm-tf files, which carry no LM softmax")
+    assert "finetune-elmo" in error
