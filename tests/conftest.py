@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import util
 from util import FIXTURES, KINDS, NOSKIP, tiny_bilm, torch_threads
 
 
@@ -18,8 +19,6 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    import util
-
     if not util.SHARED.is_dir():  # a checkout without ../shared: the modules that read it are skipped
         needs_shared = pytest.mark.skip(reason=f"needs ../shared ({util.SHARED}: the project's data and fixtures)")
         for item in items:
