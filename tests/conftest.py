@@ -9,10 +9,14 @@ the mark fails, so the fast tier stays in-process by construction."""
 
 from __future__ import annotations
 
+import functools
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+import util
 from util import FIXTURES, KINDS, NOSKIP, tiny_bilm, torch_threads
 
 
@@ -28,12 +32,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    if not util.SHARED.is_dir():  # a checkout without ../shared: the modules that read it are skipped
+        needs_shared = pytest.mark.skip(reason=f"needs ../shared ({util.SHARED}: the project's data and fixtures)")
+        for item in items:
+            if reads_shared(item.path):
+                item.add_marker(needs_shared)
     if config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --slow")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+SHARED_NAMES = re.compile(
+    r"\b(SHARED|DATA|FIXTURES|NOSKIP|SKIP|MANYLANGS_MODEL|MANYLANGS_FIXTURE|manylangs_zip|tiny_anchor|noskip_dir|tiny_shared)\b"
+)
+
+
+@functools.cache
+def reads_shared(module: Path) -> bool:
+    """Whether a test module reads ../shared: it names util's paths into it or a fixture made from it."""
+    return bool(SHARED_NAMES.search(module.read_text(encoding="utf-8")))
 
 
 @pytest.fixture(autouse=True)

@@ -198,3 +198,9 @@ def bilm_entry(server: ModelServer, files: dict[str, bytes], prefix: str = "tiny
     entry = {"encoder": "elmo", "format": "bilm_tf", "language": "en", "source": server.base, "licence": "test"}
     entry["files"] = {name: {"url": url, **extra.get(name, {})} for name, url in urls.items()}
     return entry
+
+
+def model_dir_entry(server: ModelServer, kind: str, directory: Path, prefix: str) -> dict:
+    """A catalog entry serving the files of our model directory ``directory`` at ``<prefix>/<file>``."""
+    files = {p.name: {"url": server.add(f"{prefix}/{p.name}", p.read_bytes())} for p in sorted(directory.iterdir())}
+    return {"encoder": kind, "format": "model_dir", "files": files}

@@ -39,3 +39,28 @@ def test_quickstart_snippet_prints_what_its_comments_say(capsys):
     assert lines[1].startswith(commented[1].split(":")[0])  # "(3, 9, 256)"
     same_sense, other_sense = float(lines[2]), float(lines[3])
     assert same_sense > other_sense
+    for printed, comment in zip(lines[2:4], commented[2:4], strict=True):  # the values the comments promise
+        assert abs(float(printed) - float(comment.split(":")[0])) <= 0.002, (printed, comment)
+
+
+def test_the_command_table_lists_every_command():
+    import typer
+
+    from spacy_contextual.cli import app
+
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| Command | What it does |") :].split("\n\n")[0]
+    named = set(re.findall(r"`([a-z][a-z-]+)[ `]", table))
+    group = typer.main.get_command(app)
+    assert set(group.list_commands(None)) <= named
+
+
+def test_the_minimal_training_config_is_the_shipped_one():
+    """The README's ``[components.elmo]`` + tagger listener block is configs/elmo_minimal.cfg's."""
+    from spacy.util import load_config, load_config_from_str
+
+    match = re.search(r"```ini\n(\[nlp\].*?)```", README.read_text(encoding="utf-8"), re.S)
+    shown = load_config_from_str(match.group(1), interpolate=False)
+    shipped = load_config(README.parent / "configs" / "elmo_minimal.cfg", interpolate=False)
+    for section in ("nlp", "components"):
+        assert {k: shipped[section][k] for k in shown[section]} == dict(shown[section])

@@ -6,11 +6,13 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from ..dashboard.settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
 from ._app import app
+from .model_option import Catalog, model_option
 
 MAIN = Path(__file__).resolve().parent.parent / "dashboard" / "main.py"
 
@@ -19,12 +21,9 @@ MAIN = Path(__file__).resolve().parent.parent / "dashboard" / "main.py"
 def run_dashboard(
     port: int = typer.Option(8501, help="port to serve on"),
     address: str = typer.Option("127.0.0.1", help="address to bind; 0.0.0.0 to serve other machines"),
-    elmo_model: Path | None = typer.Option(
-        None, exists=True, file_okay=False, help="ELMo model directory (default: the bundled model)"
-    ),
-    cove_model: Path | None = typer.Option(
-        None, exists=True, file_okay=False, help="CoVe model directory (default: the bundled model)"
-    ),
+    elmo_model: Annotated[str | None, model_option("elmo", "--elmo-model", what="ELMo, also when not given")] = None,
+    cove_model: Annotated[str | None, model_option("cove", "--cove-model", what="CoVe, also when not given")] = None,
+    catalog: Catalog = None,
     pipeline: list[Path] | None = typer.Option(
         None,
         exists=True,
@@ -42,7 +41,7 @@ def run_dashboard(
     env = dict(os.environ)
     for name, value in ((ELMO_MODEL_ENV, elmo_model), (COVE_MODEL_ENV, cove_model), (SENSE_DATA_ENV, sense_data)):
         if value is not None:
-            env[name] = str(value.resolve())
+            env[name] = str(Path(value).resolve())
     if pipeline:
         env[PIPELINE_ENV] = os.pathsep.join(str(path.resolve()) for path in pipeline)
     command = [

@@ -24,6 +24,7 @@ import typer
 
 from ._app import app, say_on_interrupt
 from .launch import launch_local
+from .model_option import Catalog, model_option
 from .params import InputFile, OutputFile, Precision
 
 MAX_BATCH_SIZE = 1 << 16
@@ -73,7 +74,8 @@ Merge = Annotated[
 Errors = Annotated[
     str, typer.Option("--errors", help="strict: invalid UTF-8 is an error naming FILE:LINE; replace: read it as U+FFFD")
 ]
-Model = Annotated[str | None, typer.Option("--model", help="Our model directory, or 'default' (the bundled model)")]
+ElmoModel = Annotated[str | None, model_option("elmo", what="ELMo, also when not given")]
+CoveModel = Annotated[str | None, model_option("cove", what="CoVe, also when not given")]
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,8 @@ def elmo_command(
     average: AverageLayers = False,
     options_file: Annotated[Path | None, typer.Option("--options-file", parser=InputFile())] = None,
     weight_file: Annotated[Path | None, typer.Option("--weight-file", parser=InputFile())] = None,
-    model: Model = None,
+    model: ElmoModel = None,
+    catalog: Catalog = None,
     batch_size: BatchSize = 64,
     stateful: Annotated[
         bool, typer.Option("--stateful", help="Carry LSTM state across batches (AllenNLP behaviour); one process")
@@ -145,7 +148,8 @@ def cove_command(
     all_layers: AllLayers = False,
     top: TopLayer = False,
     average: AverageLayers = False,
-    model: Model = None,
+    model: CoveModel = None,
+    catalog: Catalog = None,
     batch_size: BatchSize = 64,
     device: Device = "cpu",
     precision: Precision = "fp32",

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ._app import app, say_on_interrupt
+from .model_option import Catalog, model_argument
 from .params import InputDir, InputFile, OutputDir, OutputFile, storage_dtype
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
@@ -69,9 +70,7 @@ def pretrain_command(
 @app.command("finetune-elmo", context_settings=EXTRA_ARGS)
 def finetune_command(
     ctx: typer.Context,
-    model: str = typer.Argument(
-        ..., help="Our model directory, 'default', a bilm-tf weights.hdf5, or a name from `spacy-contextual models`"
-    ),
+    model: Annotated[str, model_argument("elmo", what="ELMo", extra="or a bilm-tf weights.hdf5 (with --options-file)")],
     config_path: Path = typer.Argument(
         ...,
         parser=InputFile(),
@@ -85,20 +84,17 @@ def finetune_command(
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    catalog: Catalog = None,
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
-    from ..hub.catalog import find_entry
-    from ..hub.resolver import is_default, resolve_model_dir
     from ..training.config import PretrainConfig, parse_overrides
     from ..training.finetune import finetune
 
     config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
     _check_outputs(ctx, config)
-    source = resolve_model_dir("elmo") if is_default(model) else Path(model)
-    if not source.exists() and find_entry(model) is not None:  # a catalog name: its fetched directory
-        source = resolve_model_dir("elmo", model)
-        if (source / "weights.hdf5").is_file():  # the published bilm-tf pair
-            source, options_file = source / "weights.hdf5", options_file or source / "options.json"
+    source = Path(model)
+    if source.is_dir() and (source / "weights.hdf5").is_file():  # a bilm-tf pair (e.g. a catalog name's folder)
+        source, options_file = source / "weights.hdf5", options_file or source / "options.json"
     result = finetune(
         source, config, options_file=options_file, heldout=heldout, resume=resume, log=typer.echo, overwrite=overwrite
     )
@@ -137,14 +133,18 @@ def export_command(
 
 @app.command("evaluate-lm")
 def evaluate_command(
-    model_dir: str = typer.Argument(..., help="Model dir with its LM softmax, training output dir, or 'default'"),
+    model_dir: Annotated[
+        str, model_argument("elmo", what="ELMo", extra="or a training output folder; it needs its LM softmax")
+    ],
     text: Path = typer.Argument(..., parser=InputFile(), help="One tokenised sentence per line (.gz ok)"),
     max_sentences: int | None = typer.Option(None, "--max-sentences", min=1),
     json_out: Path | None = typer.Option(None, "--json", parser=OutputFile(), help="Also write the scores here"),
+    catalog: Catalog = None,
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words
     outside the model's vocabulary counted as <UNK>."""
-    from ..hub.resolver import is_default, resolve_model_dir
+    from ..errors import ContextualError
+    from ..formats.detect import BILM_TF, format_of
     from ..training.evaluate import load_language_model, perplexity
     from ..training.export import find_trained_model
     from ..training.finetune import has_softmax
@@ -152,7 +152,12 @@ def evaluate_command(
 
     if json_out:
         check_can_write(json_out)
-    source = resolve_model_dir("elmo") if is_default(model_dir) else find_trained_model(model_dir)
+    if format_of(model_dir) == BILM_TF:
+        raise ContextualError(
+            f"{model_dir} holds bilm-tf files, which carry no LM softmax; perplexity needs one: fine-tune the "
+            "model with finetune-elmo first"
+        )
+    source = find_trained_model(model_dir)
     if not has_softmax(source):
         raise typer.BadParameter(
             f"{source} has no LM softmax (an encoder-only or bilm-tf model); perplexity needs one: fine-tune it "

@@ -9,11 +9,13 @@ spacy-contextual write-manifest spacy_contextual/assets/elmo`` (and ``.../cove``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from ._app import app
-from .params import InPlaceDir, InputDir, OutputDir
+from .model_option import Catalog, model_argument
+from .params import InPlaceDir, OutputDir
 
 
 @app.command("write-manifest")
@@ -29,12 +31,13 @@ def write_manifest_command(
 
 @app.command("convert-model")
 def convert_model_command(
-    model_dir: Path = typer.Argument(
-        ..., parser=InputDir(), help="An ELMo model directory: ELMoForManyLangs, bilm-tf or ours"
-    ),
+    model: Annotated[
+        str, model_argument("elmo", what="ELMo", extra="a folder in any ELMo format: ELMoForManyLangs, bilm-tf or ours")
+    ],
     output_dir: Path = typer.Argument(
         ..., parser=OutputDir(), help="The new model directory (config.json + model.safetensors)"
     ),
+    catalog: Catalog = None,
 ) -> None:
     """Convert an ELMo model (an unpacked ELMoForManyLangs archive, a bilm-tf options.json + weights.hdf5
     directory) into our model directory: safetensors + JSON + text, so later loads read no pickle or HDF5.
@@ -42,5 +45,5 @@ def convert_model_command(
     from ..formats.bilm_dir import save_bilm
     from ..formats.detect import load_elmo
 
-    path = save_bilm(load_elmo(model_dir), output_dir)
+    path = save_bilm(load_elmo(model), output_dir)
     typer.echo(f"wrote {path}")

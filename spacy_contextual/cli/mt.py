@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from ._app import app
+from .model_option import Catalog, model_option
 from .params import (
     InputDir,
     InputFile,
@@ -19,6 +21,8 @@ from .params import (
     StorageDtype,
     storage_dtype,
 )
+
+CoveMT = Annotated[str, model_option("cove", what="CoVe MT model", extra="a cove-mt model")]
 
 
 @app.command("train-glove")
@@ -93,7 +97,8 @@ def translate_command(
     input_file: Path = typer.Argument(
         ..., parser=InputFile(stdin=True), help="One raw English sentence per line; '-' reads stdin"
     ),
-    model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
+    model: CoveMT = "default",
+    catalog: Catalog = None,
     beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
     output: Path | None = typer.Option(
@@ -133,7 +138,8 @@ def translate_command(
 def bleu_command(
     source: Path = typer.Argument(..., parser=InputFile(), help="Raw English, one sentence per line (.gz ok)"),
     reference: Path = typer.Argument(..., parser=InputFile(), help="Raw German references, line-aligned (.gz ok)"),
-    model: str = typer.Option("default", "--model", help="A cove-mt model directory, a catalog name, or 'default'"),
+    model: CoveMT = "default",
+    catalog: Catalog = None,
     beam: int = typer.Option(5, "--beam", min=1),
     alpha: float = typer.Option(0.6, "--alpha", min=0.0),
     replace_unk: bool = typer.Option(
@@ -141,11 +147,9 @@ def bleu_command(
     ),
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
-    from ..hub.resolver import resolve_model_dir
     from ..training.bleu import evaluate_bleu
 
-    path = resolve_model_dir("cove", model)
-    typer.echo(json.dumps(evaluate_bleu(path, source, reference, beam, alpha, replace_unk).to_dict(), indent=1))
+    typer.echo(json.dumps(evaluate_bleu(Path(model), source, reference, beam, alpha, replace_unk).to_dict(), indent=1))
 
 
 @app.command("export-cove")

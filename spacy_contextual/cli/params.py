@@ -26,6 +26,7 @@ from typer.core import TyperCommand
 
 from .. import writer
 
+MODEL_METAVAR = "NAME|DIR"  # a model parameter (cli/model_option.py): a catalog name, a folder or default
 PRECISION_HELP = "fp32 (exact), bf16 (fast only on CPUs with AVX-512 BF16 or AMX), or fp16 (CUDA only)"
 STORAGE_DTYPES = ("float32", "float16", "int8")
 Precision = Annotated[str, typer.Option("--precision", help=PRECISION_HELP)]
@@ -129,8 +130,17 @@ def path_role(param) -> PathRole | None:
 
 
 def role_of(param) -> str | None:
+    """ "input", "output" or "inplace" for a path parameter; a model (``NAME|DIR``, resolved to its folder
+    as the command line is read) is an input too."""
     role = path_role(param)
-    return role.role if role else None
+    if role is not None:
+        return role.role
+    return "input" if getattr(param, "metavar", None) == MODEL_METAVAR else None
+
+
+def is_directory(param) -> bool:
+    role = path_role(param)
+    return role.directory if role is not None else True  # a model is a folder
 
 
 def values_of(ctx: typer.Context, param) -> list[Path]:
@@ -149,7 +159,7 @@ class GuardedCommand(TyperCommand):
             if role_of(param) != "output":
                 continue
             for path in values_of(ctx, param):
-                if path_role(param).directory:
+                if is_directory(param):
                     writer.check_output_dir(path, reads)
                 else:
                     writer.check_output_file(path, reads)

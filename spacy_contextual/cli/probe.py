@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from ._app import app
+from .model_option import Catalog, model_option
 from .params import InputFile, OutputFile, Precision
 
 
 @app.command("sense-probe")
 def sense_probe_command(
     files: list[Path] = typer.Argument(..., parser=InputFile(), help="Sense-labelled JSONL (.gz ok)"),
-    model: str | None = typer.Option(
-        None, "--model", help="Model directory, a name from `spacy-contextual models`, or 'default' (the bundled model)"
-    ),
-    encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove"),
+    model: Annotated[str | None, model_option(None, what="model of --encoder")] = None,
+    encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove", is_eager=True),
+    catalog: Catalog = None,
     folds: int = typer.Option(5, "--folds", min=2),
     max_per_word: int | None = typer.Option(
         None, "--max-per-word", min=2, help="Sample at most this many instances per word, stratified by sense"

@@ -32,6 +32,7 @@ from ..types import PathLike
 from .folder import PartsError, create_parts_folder
 from .lines import Corpus
 from .parts import PartsFolder
+from .rate import WindowRate, describe_rate
 
 LAYER_CHOICES = ("all", "top", "average")
 POLL_SECONDS = 1.0
@@ -164,24 +165,26 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 class RunProgress:
-    """Rank 0's bar over every rank: sentences, tokens/s and the time left."""
+    """Rank 0's bar over every rank: sentences, and one current rate (``rate.py``): sentences/s and
+    tokens/s over the same recent window, and the time left at that rate."""
+
+    BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"  # tqdm's own rate left out
 
     def __init__(self, parts: PartsFolder, total: int, name: str):
         self.parts, self.total = parts, total
         self.committed = [parts.committed(rank) if rank == 0 else [] for rank in range(parts.world_size)]
         self.shares = [parts.share_size(rank, total) for rank in range(parts.world_size)]
-        self.bar = tqdm(total=total, initial=sum(p.lines for ps in self.committed for p in ps), unit="sent", desc=name)
-        self.tokens = 0
-        self.started = self.polled = self.progressed = time.monotonic()
+        initial = sum(p.lines for ps in self.committed for p in ps)
+        self.bar = tqdm(total=total, initial=initial, unit="sent", desc=name, bar_format=self.BAR_FORMAT)
+        self.polled = self.progressed = time.monotonic()
+        self.rate = WindowRate(self.polled)
         self.poll()
 
     def add(self, sentences: int, tokens: int) -> None:
         """Rank 0's own batch is done; look for the other ranks' new parts now and then."""
-        self.tokens += tokens
-        self.bar.update(sentences)
+        self._advance(sentences, tokens)
         if time.monotonic() - self.polled >= POLL_SECONDS:
             self.poll()
-        self._show_rate()
 
     def poll(self) -> None:
         self.polled = time.monotonic()
@@ -193,8 +196,7 @@ class RunProgress:
                     break
                 self.committed[rank].append(part)
                 self.progressed = self.polled
-                self.tokens += part.tokens
-                self.bar.update(part.lines)
+                self._advance(part.lines, part.tokens)
 
     def wait_for_all(self) -> None:
         """Rank 0 has embedded its share: follow the others' until they are complete, then close; a rank
@@ -209,9 +211,11 @@ class RunProgress:
                 )
             time.sleep(POLL_SECONDS)
             self.poll()
-            self._show_rate()
         self.bar.close()
 
-    def _show_rate(self) -> None:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        self.bar.set_postfix_str(f"{self.tokens / elapsed:,.0f} tokens/s", refresh=False)
+    def _advance(self, sentences: int, tokens: int) -> None:
+        """The rate including these sentences, set before the bar moves, so that both show together."""
+        self.rate.add(time.monotonic(), sentences, tokens)
+        left = self.total - self.bar.n - sentences
+        self.bar.set_postfix_str(describe_rate(*self.rate.rates(), left), refresh=False)
+        self.bar.update(sentences)

@@ -88,10 +88,11 @@ def listener_tok2vec(kind: str, upstream: str, concat_static: bool = False, **se
 def private_tok2vec(
     encoder: DocsToLayers, frozen: bool, loader: Callable[[], Any] | None, concat_static: bool = False, **settings
 ) -> DocsToVectors:
-    """A private encoder (its weights from ``loader`` at initialize, or carried over by
-    ``nlp.replace_listeners``), frozen or fine-tuned, and this component's own mix."""
+    """A private encoder (its weights from ``loader`` or else the encoder's ``name`` at initialize, or
+    carried over by ``nlp.replace_listeners``), frozen or fine-tuned, and this component's own mix."""
     check_flag("frozen", frozen)
-    encoder.attrs["loader"] = loader
+    if loader is not None:
+        encoder.attrs["loader"] = loader
     source = frozen_encoder(encoder) if frozen else encoder
     model = build_mixed_tok2vec(source, concat_static=concat_static, **settings)
     model.set_ref("encoder", encoder)
@@ -131,9 +132,9 @@ def elmo_tok2vec_v1(
     encode: VectorsToVectors | None = None,
     loader: Callable[[], Any] | None = None,
 ) -> DocsToVectors:
-    """A private (not shared) ELMo: ``encoder`` is ``spacy-contextual.ElmoEncoder.v2``. Its weights
-    come from ``loader`` at initialize (e.g. ``spacy-contextual.ElmoModelDir.v1``), or are carried
-    over from the ``elmo`` component by ``nlp.replace_listeners``."""
+    """A private (not shared) ELMo: ``encoder`` is ``spacy-contextual.ElmoEncoder.v3``. Its weights
+    come from the encoder's ``name`` (or ``loader``, e.g. ``spacy-contextual.ElmoModelDir.v1``) at
+    initialize, or are carried over from the ``elmo`` component by ``nlp.replace_listeners``."""
     return private_tok2vec(
         encoder, frozen, loader, width=width, grad_factor=grad_factor, layer_norm=layer_norm, dropout=dropout,
         layer_dropout=layer_dropout, project=project, embed=embed, encode=encode,
@@ -176,7 +177,7 @@ def cove_tok2vec_v1(
     encode: VectorsToVectors | None = None,
     loader: Callable[[], Any] | None = None,
 ) -> DocsToVectors:
-    """A private CoVe (``spacy-contextual.CoveEncoder.v2``), as ``ElmoTok2Vec.v1`` for ELMo."""
+    """A private CoVe (``spacy-contextual.CoveEncoder.v3``), as ``ElmoTok2Vec.v1`` for ELMo."""
     return private_tok2vec(
         encoder, frozen, loader, _concat(combine), width=width, grad_factor=grad_factor, layer_norm=layer_norm,
         dropout=dropout, layer_dropout=layer_dropout, project=project, embed=embed, encode=encode,

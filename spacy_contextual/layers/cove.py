@@ -28,7 +28,7 @@ from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from ..precision import MIXED, check_precision
 from .encoder import ContextualEncoder
-from .settings import check_encoder_settings, check_flag
+from .settings import check_encoder_settings, check_flag, check_model_name
 from .shim import EncoderShim
 from .types import DocsToLayers
 
@@ -69,6 +69,21 @@ class CoveShim(EncoderShim):
         return self.module.layer_widths
 
 
+@spacy.registry.architectures("spacy-contextual.CoveEncoder.v3")
+def cove_encoder_v3(
+    name: str | None = "default",
+    window: int = 128,
+    max_batch_tokens: int = 4096,
+    precision: str = "fp32",
+    segment_cache_mb: int = 0,
+) -> DocsToLayers:
+    """``CoveEncoder.v2`` with its weights named: ``name`` is a model name (``spacy-contextual models``),
+    a model directory, or "default" (the bundled model), loaded by ``nlp.initialize()``; a loader in
+    ``[initialize.components.cove.loader]`` takes precedence."""
+    check_model_name("name", name)
+    return cove_encoder(name, window, max_batch_tokens, check_precision(precision), segment_cache_mb)
+
+
 @spacy.registry.architectures("spacy-contextual.CoveEncoder.v2")
 def cove_encoder_v2(
     window: int = 128, max_batch_tokens: int = 4096, precision: str = "fp32", segment_cache_mb: int = 0
@@ -76,7 +91,7 @@ def cove_encoder_v2(
     """The GloVe + MT-LSTM layer (stateless: the encoder carries no state between sentences).
     ``precision``: fp32, bf16 or fp16 (CUDA), as autocast on the encoder's device; ``segment_cache_mb``:
     MiB of encoded segments kept while the encoder runs without gradients (0: no cache)."""
-    return cove_encoder(window, max_batch_tokens, check_precision(precision), segment_cache_mb)
+    return cove_encoder(None, window, max_batch_tokens, check_precision(precision), segment_cache_mb)
 
 
 @spacy.registry.architectures("spacy-contextual.CoveEncoder.v1")
@@ -86,13 +101,18 @@ def cove_encoder_v1(
     """``CoveEncoder.v2`` as configs before ``precision`` wrote it: ``mixed_precision = true`` is
     fp16 on CUDA and bf16 on the CPU."""
     check_flag("mixed_precision", mixed_precision)
-    return cove_encoder(window, max_batch_tokens, MIXED if mixed_precision else "fp32", segment_cache_mb)
+    return cove_encoder(None, window, max_batch_tokens, MIXED if mixed_precision else "fp32", segment_cache_mb)
 
 
-def cove_encoder(window: int, max_batch_tokens: int, precision: str, segment_cache_mb: int) -> DocsToLayers:
+def cove_encoder(
+    name: str | None, window: int, max_batch_tokens: int, precision: str, segment_cache_mb: int
+) -> DocsToLayers:
     check_encoder_settings(window=window, max_batch_tokens=max_batch_tokens, segment_cache_mb=segment_cache_mb)
     shim = CoveShim(precision=precision, segment_cache_mb=segment_cache_mb)
-    return ContextualEncoder("cove_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=False)
+    return ContextualEncoder(
+        "cove_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=False,
+        weights=name, load=load_cove_model_dir,
+    )  # fmt: skip
 
 
 @spacy.registry.misc("spacy-contextual.CoveModelDir.v1")

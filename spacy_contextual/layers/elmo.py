@@ -7,11 +7,13 @@ The char-CNN vectors go through the token cache (``models/token_cache.py``, the 
 ``ElmoEmbedder`` uses): kept across batches at inference and with a frozen biLM, shared within a
 batch while gradients flow into the biLM; emptied whenever the weights change.
 
-Weights are loaded at ``nlp.initialize()`` from the loader named in
-``[initialize.components.elmo.loader]`` (a model directory in any ELMo format: ours, an
-ELMoForManyLangs model, bilm-tf options + HDF5 weights; the bundled default; or bilm-tf files named
-one by one), then stored inside the pipeline. An ELMoForManyLangs biLM is stored with its
-dictionaries (in the stored config).
+Weights are loaded at ``nlp.initialize()`` from what ``model.name`` names (``ElmoEncoder.v3``: a
+model name from the catalog, a model directory in any ELMo format: ours, an ELMoForManyLangs model,
+bilm-tf options + HDF5 weights; or "default", the bundled model), as spacy-transformers'
+``TransformerModel.v3`` takes ``name``; a loader in ``[initialize.components.elmo.loader]`` (e.g.
+bilm-tf files named one by one) takes precedence. The sizes come from the loaded model's own
+config, and the weights are then stored inside the pipeline: ``spacy.load`` reads no model directory.
+An ELMoForManyLangs biLM is stored with its dictionaries (in the stored config).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.token_cache import TokenVectorCache
 from ..precision import MIXED, check_precision
 from .encoder import ContextualEncoder
-from .settings import check_count, check_encoder_settings, check_flag
+from .settings import check_count, check_encoder_settings, check_flag, check_model_name
 from .shim import EncoderShim
 from .types import DocsToLayers
 
@@ -111,6 +113,23 @@ class BiLMShim(EncoderShim):
         return [self.module.output_dim] * self.module.num_layers
 
 
+@spacy.registry.architectures("spacy-contextual.ElmoEncoder.v3")
+def elmo_encoder_v3(
+    name: str | None = "default",
+    window: int = 128,
+    max_batch_tokens: int = 4096,
+    stateful: bool = False,
+    precision: str = "fp32",
+    token_cache_size: int = 50_000,
+    segment_cache_mb: int = 0,
+) -> DocsToLayers:
+    """``ElmoEncoder.v2`` with its weights named: ``name`` is a model name (``spacy-contextual models``),
+    a model directory, or "default" (the bundled model), loaded by ``nlp.initialize()``."""
+    check_model_name("name", name)
+    precision = check_precision(precision)
+    return elmo_encoder(name, window, max_batch_tokens, stateful, precision, token_cache_size, segment_cache_mb)
+
+
 @spacy.registry.architectures("spacy-contextual.ElmoEncoder.v2")
 def elmo_encoder_v2(
     window: int = 128,
@@ -128,7 +147,7 @@ def elmo_encoder_v2(
     ``segment_cache_mb``: MiB of encoded segments kept while the biLM runs without gradients, so
     repeated sentences (later training epochs) are not encoded again (0: no cache)."""
     precision = check_precision(precision)
-    return elmo_encoder(window, max_batch_tokens, stateful, precision, token_cache_size, segment_cache_mb)
+    return elmo_encoder(None, window, max_batch_tokens, stateful, precision, token_cache_size, segment_cache_mb)
 
 
 @spacy.registry.architectures("spacy-contextual.ElmoEncoder.v1")
@@ -144,11 +163,17 @@ def elmo_encoder_v1(
     fp16 on CUDA and bf16 on the CPU."""
     check_flag("mixed_precision", mixed_precision)
     precision = MIXED if mixed_precision else "fp32"
-    return elmo_encoder(window, max_batch_tokens, stateful, precision, token_cache_size, segment_cache_mb)
+    return elmo_encoder(None, window, max_batch_tokens, stateful, precision, token_cache_size, segment_cache_mb)
 
 
 def elmo_encoder(
-    window: int, max_batch_tokens: int, stateful: bool, precision: str, token_cache_size: int, segment_cache_mb: int
+    name: str | None,
+    window: int,
+    max_batch_tokens: int,
+    stateful: bool,
+    precision: str,
+    token_cache_size: int,
+    segment_cache_mb: int,
 ) -> DocsToLayers:
     check_encoder_settings(window=window, max_batch_tokens=max_batch_tokens, segment_cache_mb=segment_cache_mb)
     check_flag("stateful", stateful)
@@ -156,7 +181,10 @@ def elmo_encoder(
     shim = BiLMShim(
         stateful=stateful, precision=precision, token_cache_size=token_cache_size, segment_cache_mb=segment_cache_mb
     )
-    return ContextualEncoder("elmo_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=stateful)
+    return ContextualEncoder(
+        "elmo_encoder", shim, window=window, max_batch_tokens=max_batch_tokens, stateful=stateful,
+        weights=name, load=load_elmo_model_dir,
+    )  # fmt: skip
 
 
 @spacy.registry.misc("spacy-contextual.ElmoModelDir.v1")

@@ -12,19 +12,31 @@ into the module and ``finish_update`` updates it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from spacy.tokens import Doc
 from thinc.api import Model, torch2xp, xp2torch
 from thinc.types import Floats3d
 
 from ..batching import plan_batches
+from ..errors import quoted
 from .segments import Segment, doc_segments
 from .shim import EncoderShim
 from .types import DocsToLayers
 
 
 def ContextualEncoder(
-    name: str, shim: EncoderShim, *, window: int, max_batch_tokens: int, stateful: bool
+    name: str,
+    shim: EncoderShim,
+    *,
+    window: int,
+    max_batch_tokens: int,
+    stateful: bool,
+    weights: str | None,
+    load: Callable[[str | None], object],
 ) -> DocsToLayers:
+    """``weights``: the model name, folder or "default" (None) whose weights ``load`` reads at initialize."""
     if stateful and shim.segment_cache.enabled:
         raise ValueError(
             "segment_cache_mb needs stateful = false: a stateful encoder's vectors depend on what it "
@@ -41,10 +53,20 @@ def ContextualEncoder(
             "max_batch_tokens": max_batch_tokens,
             "stateful": stateful,
             "layer_widths": None,  # set with the weights
-            "loader": None,  # private encoders (ElmoTok2Vec.v1) load their weights at initialize
+            "name": weights,  # what nlp.initialize() loads, recorded in the config as model.name
+            "loader": partial(load_named, load, weights),
         },
     )
     return model
+
+
+def load_named(load: Callable[[str | None], object], name: str | None) -> object:
+    """The weights ``model.name`` names; a name that is not there fails in one line naming the setting."""
+    try:
+        return load(name)
+    except FileNotFoundError as error:
+        message = " ".join(str(error).split())
+        raise FileNotFoundError(f"model.name = {quoted(name)}: {message}") from error
 
 
 def get_shim(model: Model) -> EncoderShim:
@@ -65,7 +87,8 @@ def set_encoder_dims(model: Model) -> None:
 
 
 def init(model: Model, X=None, Y=None) -> None:
-    """A private encoder (``ElmoTok2Vec.v1``) loads its weights here from ``attrs["loader"]``."""
+    """An encoder without weights loads them here from ``attrs["loader"]`` (``model.name``, or a private
+    encoder's ``loader``); the component's ``initialize`` does the same, with its own ``loader`` first."""
     shim = get_shim(model)
     if not shim.loaded and model.attrs.get("loader") is not None:
         shim.load(model.attrs["loader"]())

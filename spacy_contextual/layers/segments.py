@@ -8,7 +8,7 @@ ELMo and CoVe were trained on sentences, so a Doc is cut into segments:
 * any segment longer than ``window`` tokens is cut into consecutive windows of ``window`` tokens.
 
 Whitespace tokens are never fed to the encoder (their rows stay zero). The segments are then
-batched by ``embedders/batching.py``, the plan the embedders use too. The vectors of a segment
+batched by ``batching.py``, the plan the embedders use too. The vectors of a segment
 depend only on its own tokens, so a text gets the same vectors alone and inside any batch.
 """
 

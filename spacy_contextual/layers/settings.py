@@ -63,7 +63,14 @@ def check_layer_index(name: str, value: object, n_layers: int | None) -> None:
 
 
 def check_encoder_settings(*, window: object, max_batch_tokens: object, segment_cache_mb: object) -> None:
-    """The settings the ELMo and CoVe encoder architectures share (``precision``: embedders/precision.py)."""
+    """The settings the ELMo and CoVe encoder architectures share (``precision``: precision.py)."""
     check_count("window", window, 1, "the longest segment fed to the encoder, in tokens")
     check_count("max_batch_tokens", max_batch_tokens, window + 2, "padded tokens per batch, at least window + 2")
     check_count("segment_cache_mb", segment_cache_mb, 0, "MiB of cached segments; 0 = no cache")
+
+
+def check_model_name(name: str, value: object) -> None:
+    """A model name, a model folder, or "default"/null (the bundled model); whether it is there is
+    known at ``nlp.initialize()``, where it is loaded (a saved pipeline never looks)."""
+    if value is not None and not isinstance(value, str):
+        raise _refuse(name, 'a model name from `spacy-contextual models`, a model folder, or "default"', value)

@@ -19,7 +19,7 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
   MB, and the C allocator (glibc) maps memory that large afresh, page faults and all, on every call,
   while it reuses blocks under 32 MiB. Blocks of a few hundred positions or more keep the product
   as fast as one over the whole batch.
-* Low precision (weights cast to bf16 or fp16 once, ``embedders/precision.py``): the three products
+* Low precision (weights cast to bf16 or fp16 once, ``precision.py``): the three products
   take bf16 operands; their results are added to float32 (W_x x + b and the gates), so the gates, the
   cell state c and the cell clipping stay float32, and h is rounded to the weights' dtype once per
   step, where it enters W_P and W_h (clipping the rounded W_P h at +-proj_clip equals rounding the

@@ -233,9 +233,9 @@ class ContextualPipe(TrainablePipe):
         loader: Callable[[], object] | None = None,
     ) -> None:
         """Load the weights from ``loader`` (``[initialize.components.<name>.loader]``); without one,
-        keep weights already there (a sourced component) or load the bundled default."""
+        keep weights already there (a sourced component) or load what ``model.name`` names."""
         if loader is not None or not get_shim(self.model).loaded:
-            load_weights(self.model, (loader or self.default_loader())())
+            load_weights(self.model, (loader or self.model.attrs["loader"])())
         self.check_vector_layer()
         self.model.initialize()
         for listener in self.listeners:
@@ -260,10 +260,6 @@ class ContextualPipe(TrainablePipe):
         if get_shim(self.model).loaded:
             self.check_vector_layer()
         return self
-
-    def default_loader(self) -> Callable[[], object]:
-        """The bundled model's loader (``[initialize]`` names another)."""
-        raise NotImplementedError
 
 
 def make_factory(pipe_class: type[ContextualPipe]) -> Callable[..., ContextualPipe]:

@@ -7,9 +7,11 @@
     data = doc._.cove_data                   # layers (3, 6, 600): GloVe (zero-padded), CoVe-1, CoVe-2
     data.layer(0).shape                      # (6, 300): GloVe at its own width
 
-Other weights: ``[initialize.components.cove.loader]`` with ``spacy-contextual.CoveModelDir.v1``
-(path) or ``spacy-contextual.CovePth.v1`` (pth_path, glove_path). Same settings and guarantees as
-``elmo`` (frozen, store, set_doc_tensor, vector_hooks, vector_layer; see ``contextual_pipe.py``).
+Other weights: ``config={"model": {"name": NAME}}`` (a model name, a model directory, or "default",
+recorded in ``nlp.config``), or ``[initialize.components.cove.loader]`` with
+``spacy-contextual.CoveModelDir.v1`` (path) or ``spacy-contextual.CovePth.v1`` (pth_path, glove_path).
+Same settings and guarantees as ``elmo`` (frozen, store, set_doc_tensor, vector_hooks, vector_layer;
+see ``contextual_pipe.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 from spacy.language import Language
 from thinc.api import Config
 
-from ..layers.cove import cove_model_dir_loader
 from .contextual_pipe import ContextualPipe, make_factory
 
 DEFAULT_CONFIG_STR = """
@@ -30,7 +31,8 @@ vector_hooks = true
 vector_layer = null
 
 [cove.model]
-@architectures = "spacy-contextual.CoveEncoder.v2"
+@architectures = "spacy-contextual.CoveEncoder.v3"
+name = "default"
 window = 128
 max_batch_tokens = 4096
 precision = "fp32"
@@ -41,9 +43,6 @@ DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
 
 class Cove(ContextualPipe):
     kind = "cove"
-
-    def default_loader(self):
-        return cove_model_dir_loader(None)
 
 
 make_cove = Language.factory("cove", assigns=["doc._.cove_data"], default_config=DEFAULT_CONFIG["cove"])(

@@ -7,8 +7,13 @@
     doc = nlp("I deposited cash at the bank.")
     doc._.elmo_data.layers.shape             # (3, 7, 2P): token layer + 2 biLSTM layers
 
-Other weights: ``nlp.initialize()`` reads ``[initialize.components.elmo.loader]``, e.g.
-``{"@misc": "spacy-contextual.ElmoModelDir.v1", "path": "my_elmo/"}`` or
+Other weights, by name (as spacy-transformers' ``config={"model": {"name": "roberta-base"}}``): a
+model name from ``spacy-contextual models``, a model directory, or "default"; it is recorded in
+``nlp.config`` (``[components.elmo.model] name``) and loaded by ``nlp.initialize()``:
+
+    nlp.add_pipe("elmo", config={"model": {"name": "elmo-original"}})
+
+A loader in ``[initialize.components.elmo.loader]`` still takes precedence, e.g.
 ``{"@misc": "spacy-contextual.ElmoBilmTF.v1", "options_file": ..., "weight_file": ...}``; in Python,
 ``nlp.get_pipe("elmo").initialize(loader=...)``.
 """
@@ -18,7 +23,6 @@ from __future__ import annotations
 from spacy.language import Language
 from thinc.api import Config
 
-from ..layers.elmo import elmo_model_dir_loader
 from .contextual_pipe import ContextualPipe, make_factory
 
 DEFAULT_CONFIG_STR = """
@@ -31,7 +35,8 @@ vector_hooks = true
 vector_layer = null
 
 [elmo.model]
-@architectures = "spacy-contextual.ElmoEncoder.v2"
+@architectures = "spacy-contextual.ElmoEncoder.v3"
+name = "default"
 window = 128
 max_batch_tokens = 4096
 stateful = false
@@ -44,9 +49,6 @@ DEFAULT_CONFIG = Config().from_str(DEFAULT_CONFIG_STR)
 
 class Elmo(ContextualPipe):
     kind = "elmo"
-
-    def default_loader(self):
-        return elmo_model_dir_loader(None)
 
 
 make_elmo = Language.factory("elmo", assigns=["doc._.elmo_data"], default_config=DEFAULT_CONFIG["elmo"])(

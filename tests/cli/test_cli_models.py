@@ -89,12 +89,12 @@ def test_a_catalog_name_as_model_of_the_elmo_command(tmp_path, home, server, one
     assert server.requests["ours/model.safetensors"] == 1
 
 
-def test_models_markdown_is_the_readme_table(home):
+def test_models_markdown_is_the_docs_table(home):
     from util import REPO
 
     result = runner.invoke(app, ["models", "--markdown"])
     assert result.exit_code == 0
-    assert result.stdout.strip() in (REPO / "README.md").read_text(encoding="utf-8")
+    assert result.stdout.strip() in (REPO / "docs" / "models.md").read_text(encoding="utf-8")
 
 
 def test_a_changed_server_file_is_refused_in_one_line_with_both_digests_until_retrust(home, server, catalog):

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from util import assert_one_line_error, tiny_bilm, writer_leftovers
 
 from spacy_contextual.cli import app
-from spacy_contextual.cli.params import path_role, role_of
+from spacy_contextual.cli.params import is_directory, path_role, role_of
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.locations import ASSETS
 
@@ -57,7 +57,7 @@ def output_params():
 
 def test_every_path_parameter_declares_its_role():
     """A path parameter without a role would escape the matrix: name them here when they appear."""
-    models = {"model", "model_dir", "name", "catalog"}  # resolved by the one resolver / the catalog
+    models = {"name", "catalog"}  # download NAME (a catalog name only), --catalog FILE
     missing = [
         f"{name}:{param.name}"
         for name, command in COMMANDS.items()
@@ -96,12 +96,12 @@ def arguments(command_name: str, inputs: dict[str, Path], output_name: str, outp
             value = str(output)
         elif not param.required:
             continue
-        elif role is None:
-            value = "default"  # a model: the bundled one
-        elif role.role == "output":
+        elif role_of(param) is None:
+            value = "default"
+        elif role is not None and role.role == "output":
             value = str(output.parent / f"other-{param.name}")
-        else:
-            value = str(inputs["dir"] if role.directory else inputs["file"])
+        else:  # an input: a file, a folder, or a model (a folder)
+            value = str(inputs["dir"] if is_directory(param) else inputs["file"])
         args += [param.opts[0], value] if param.opts[0].startswith("-") else [value]
     return [command_name, *args]
 
@@ -118,8 +118,8 @@ def inputs(tmp_path):
 def hostile_targets(command_name: str, output_name: str, inputs: dict[str, Path]) -> list[Path]:
     """The command's own inputs as its output: the input file (or, for a folder output, the folder
     holding it), and a model folder's file (or the folder itself)."""
-    kinds = {path_role(param).directory for param in input_params(command_name)}
-    folder_output = path_role(param_of(command_name, output_name)).directory
+    kinds = {is_directory(param) for param in input_params(command_name)}
+    folder_output = is_directory(param_of(command_name, output_name))
     targets = []
     if False in kinds:
         targets.append(inputs["file"].parent if folder_output else inputs["file"])
@@ -145,7 +145,7 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(command_name, out
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("command_name, output_name", output_params())
 def test_a_fifo_or_the_bundled_models_are_refused_as_output(command_name, output_name, inputs, tmp_path):
-    directory = path_role(param_of(command_name, output_name)).directory
+    directory = is_directory(param_of(command_name, output_name))
     if not directory:
         fifo = tmp_path / "fifo"
         os.mkfifo(fifo)

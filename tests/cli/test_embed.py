@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -27,7 +28,9 @@ from spacy_contextual.embedders.cove import CoveEmbedder
 from spacy_contextual.hub.resolver import resolve_model_dir
 
 runner = CliRunner()
-MISSING_MODEL = "/nonexistent/model"  # loading it would fail: an error about OUTPUT shows it was never loaded
+# a folder that holds no model: --model takes it (it exists) but loading it would fail, so an error about
+# OUTPUT shows it was never loaded
+NOT_A_MODEL = str(Path(__file__).resolve().parent)
 LINES = ["the bank of the river .", "", "a b c", "the bank"] * 5
 
 
@@ -84,11 +87,11 @@ def test_invalid_utf8_is_refused_with_file_and_line_and_leaves_no_output(tmp_pat
 
 
 def test_output_folder_is_checked_before_the_model_loads(tmp_path, text_file):
-    missing = invoke("elmo", text_file, tmp_path / "no" / "out.hdf5", "--all", "--model", MISSING_MODEL)
+    missing = invoke("elmo", text_file, tmp_path / "no" / "out.hdf5", "--all", "--model", NOT_A_MODEL)
     assert missing.exit_code == 1 and "does not exist" in missing.stderr
-    not_folder = invoke("cove", text_file, text_file / "out.hdf5", "--all", "--model", MISSING_MODEL)
+    not_folder = invoke("cove", text_file, text_file / "out.hdf5", "--all", "--model", NOT_A_MODEL)
     assert not_folder.exit_code == 1 and "does not exist" in not_folder.stderr
-    is_dir = invoke("elmo", text_file, tmp_path, "--all", "--model", MISSING_MODEL)
+    is_dir = invoke("elmo", text_file, tmp_path, "--all", "--model", NOT_A_MODEL)
     assert is_dir.exit_code == 1 and "is a directory" in is_dir.stderr
 
 
@@ -98,7 +101,7 @@ def test_read_only_output_folder_is_refused(tmp_path, text_file):
     folder.mkdir()
     folder.chmod(0o555)
     try:
-        result = invoke("elmo", text_file, folder / "out.hdf5", "--all", "--model", MISSING_MODEL)
+        result = invoke("elmo", text_file, folder / "out.hdf5", "--all", "--model", NOT_A_MODEL)
     finally:
         folder.chmod(0o755)
     assert result.exit_code == 1 and "cannot write to" in result.stderr
@@ -181,11 +184,11 @@ def test_output_that_is_a_bilm_tf_weight_file_is_refused(tmp_path, lines_file):
 
 @pytest.mark.timeout(60)
 def test_a_device_or_a_folder_is_refused(tmp_path, lines_file):
-    one_error_line(invoke("elmo", lines_file, "/dev/null", "--top", "--model", MISSING_MODEL), "special file")
-    one_error_line(invoke("elmo", lines_file, tmp_path, "--top", "--model", MISSING_MODEL), "is a directory")
+    one_error_line(invoke("elmo", lines_file, "/dev/null", "--top", "--model", NOT_A_MODEL), "special file")
+    one_error_line(invoke("elmo", lines_file, tmp_path, "--top", "--model", NOT_A_MODEL), "is a directory")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    one_error_line(invoke("elmo", lines_file, fifo, "--top", "--model", MISSING_MODEL), "special file")
+    one_error_line(invoke("elmo", lines_file, fifo, "--top", "--model", NOT_A_MODEL), "special file")
 
 
 @pytest.mark.timeout(60)
@@ -219,14 +222,14 @@ def test_merge_removes_only_the_tools_files(tmp_path, lines_file, tiny_model_dir
     [("--batch-size", 2**62), ("--batch-size", 0), ("--batch-size", -3), ("--processes", 0), ("--processes", -1)],
 )
 def test_out_of_range_options_are_one_line_before_any_work(tmp_path, lines_file, option, value):
-    result = invoke("elmo", lines_file, tmp_path / "out.hdf5", "--top", option, value, "--model", MISSING_MODEL)
+    result = invoke("elmo", lines_file, tmp_path / "out.hdf5", "--top", option, value, "--model", NOT_A_MODEL)
     one_error_line(result, option, str(value))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
 @pytest.mark.timeout(60)
 def test_too_many_processes_are_refused(tmp_path, lines_file):
-    result = invoke("elmo", lines_file, tmp_path / "o.hdf5", "--top", "--processes", 10**6, "--model", MISSING_MODEL)
+    result = invoke("elmo", lines_file, tmp_path / "o.hdf5", "--top", "--processes", 10**6, "--model", NOT_A_MODEL)
     one_error_line(result, "--processes must be between 1 and")
 
 

@@ -160,9 +160,9 @@ def test_an_unreadable_catalog_is_one_clear_error(tmp_path):
         read_catalog(tmp_path / "missing.json")
 
 
-def test_the_readme_table_of_models_is_the_catalog():
+def test_the_docs_table_of_models_is_the_catalog():
     table = markdown_table(read_catalog(CATALOG_PATH).values())
-    assert table in (REPO / "README.md").read_text(encoding="utf-8"), (
-        "README.md's table of models differs from the catalog; paste the output of `spacy-contextual models "
-        "--markdown` into the Models section"
+    assert table in (REPO / "docs" / "models.md").read_text(encoding="utf-8"), (
+        "docs/models.md's table of models differs from the catalog; paste the output of `spacy-contextual models "
+        "--markdown` into it"
     )

@@ -145,7 +145,7 @@ def test_replace_listeners_gives_a_private_encoder(model_dir, tmp_path):
     nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
     config = nlp.get_pipe_config("tagger")["model"]["tok2vec"]
     assert config["@architectures"] == "spacy-contextual.ElmoTok2Vec.v1" and config["frozen"] is True
-    assert config["encoder"]["@architectures"] == "spacy-contextual.ElmoEncoder.v2"
+    assert config["encoder"]["@architectures"] == "spacy-contextual.ElmoEncoder.v3"
     assert nlp.get_pipe("elmo").listening_components == []
     nlp.remove_pipe("elmo")
     assert [t.tag_ for t in nlp("They like blue soup")] == expected

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import gzip
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import spacy
+from model_server import model_dir_entry, write_catalog
 from spacy.tokens import DocBin
+from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
+from spacy_contextual.formats.catalog import CATALOG_ENV
 from typer.testing import CliRunner
 from util import DATA, REPO, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.cli import app
+from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers import layer_weights
 
@@ -61,16 +67,20 @@ def data(tmp_path_factory):
     return {"tagger": root / "ud.spacy", "textcat": root / "reviews.spacy", "elmo": elmo, "cove": cove}
 
 
-def spacy_train(config: Path, train: Path, output: Path, *overrides: str) -> subprocess.CompletedProcess:
+def spacy_train(config: Path, train: Path, output: Path, *overrides: str, env=ENV) -> subprocess.CompletedProcess:
     command = [
         sys.executable, "-m", "spacy", "train", str(config), "--output", str(output),
         "--paths.train", str(train), "--paths.dev", str(train),
         "--training.max_steps", "2", "--training.eval_frequency", "1", *overrides,
     ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, env=ENV)
+    return subprocess.run(command, capture_output=True, text=True, env=env)
 
 
-SHIPPED = ["elmo_tagger", "elmo_textcat", "cove_tagger", "cove_textcat", "baseline_tagger", "baseline_textcat"]
+SHIPPED = [
+    "elmo_tagger", "elmo_textcat", "cove_tagger", "cove_textcat", "baseline_tagger", "baseline_textcat", "elmo_minimal",
+]  # fmt: skip
+TASKS = {"minimal": "tagger"}  # the minimal config trains a tagger
+WEIGHTS = {"elmo_minimal": "--components.elmo.model.name"}  # it names its weights in the model block
 
 
 def test_every_shipped_config_is_trained_here():
@@ -79,8 +89,10 @@ def test_every_shipped_config_is_trained_here():
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_config_trains(name, data, tmp_path):
-    encoder, task = name.split("_")
-    overrides = [f"--paths.{encoder}_model", str(data[encoder])] if encoder != "baseline" else []
+    encoder, variant = name.split("_")
+    task = TASKS.get(variant, variant)
+    weights = WEIGHTS.get(name, f"--paths.{encoder}_model")
+    overrides = [weights, str(data[encoder])] if encoder != "baseline" else []
     result = spacy_train(CONFIGS / f"{name}.cfg", data[task], tmp_path, *overrides)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     nlp = spacy.load(tmp_path / "model-last")
@@ -90,6 +102,28 @@ def test_shipped_config_trains(name, data, tmp_path):
             assert len(mix["weights"]) == (3 if encoder == "elmo" else 2)  # CoVe: GloVe is concatenated
     doc = nlp("The movie was great .")
     assert doc.cats or doc[0].tag_
+
+
+@pytest.mark.timeout(300)
+def test_the_minimal_config_trains_with_a_catalog_name_and_loads_offline(data, tmp_path, home, server, monkeypatch):
+    catalog = write_catalog(tmp_path / "catalog.json", {"ours": model_dir_entry(server, "elmo", data["elmo"], "ours")})
+    env = {**ENV, CATALOG_ENV: str(catalog), HOME_ENV: str(home)}
+    env.pop(OFFLINE_ENV, None)
+    overrides = ["--components.elmo.model.name", "ours", "--corpora.train.limit", "4"]
+    result = spacy_train(CONFIGS / "elmo_minimal.cfg", data["tagger"], tmp_path / "out", *overrides, env=env)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert server.requests["ours/model.safetensors"] == 1
+    saved = tmp_path / "out" / "model-last"
+    assert 'name = "ours"' in (saved / "config.cfg").read_text(encoding="utf-8")
+
+    shutil.rmtree(home)  # offline, without the cache or the catalog: the saved pipeline holds the weights
+    monkeypatch.setenv(OFFLINE_ENV, "1")
+    monkeypatch.setenv(CATALOG_ENV, "")
+    nlp = spacy.load(saved)
+    words = ["The", "bank", "raised", "its", "rates", "."]
+    expected = ElmoEmbedder.load(data["elmo"]).embed_sentences([words])[0]
+    np.testing.assert_allclose(nlp(" ".join(words))._.elmo_data.layers, expected, atol=1e-5)
+    assert nlp(" ".join(words))[0].tag_
 
 
 def test_every_shipped_config_has_the_pytorch_allocator():

@@ -12,9 +12,9 @@ from spacy_contextual.pipeline import layer_source, set_vector_hooks
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
 
-def test_cove_vector_hooks_after_docbin_as_the_readme_says(pipelines):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert 'set_vector_hooks(doc, layer_source("cove_data"))' in readme
+def test_cove_vector_hooks_after_docbin_as_the_docs_say(pipelines):
+    settings = (REPO / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    assert 'set_vector_hooks(doc, layer_source("cove_data"))' in settings
     nlp = pipelines["cove"]
     doc_bin = DocBin(store_user_data=True, docs=[nlp("A man rides a horse .")])
     doc = next(DocBin().from_bytes(doc_bin.to_bytes()).get_docs(nlp.vocab))
