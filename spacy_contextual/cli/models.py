@@ -17,7 +17,7 @@ CATALOG_HELP = "A catalog JSON file whose entries add to or replace the shipped 
 @app.command("models")
 def models_command(
     catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
-    markdown: bool = typer.Option(False, "--markdown", help="Print the README's table of models instead"),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the table of models (docs/models.md) instead"),
 ) -> None:
     """List the bundled models and the catalog: name, encoder, language, size, download size ("?" where the
     catalog does not publish it), whether it is cached and where, and how its files are checked (a published

@@ -177,7 +177,7 @@ def get_entry(name: str, user_catalog: PathLike | None = None) -> CatalogEntry:
 
 
 def markdown_table(entries) -> str:
-    """The README's table of models: one row per entry, with the line that loads it."""
+    """The table of models in docs/models.md: one row per entry, with the line that loads it."""
     lines = ["| Name | Language | Size | About | Source | Licence | Use |", "|---|---|---|---|---|---|---|"]
     for entry in entries:
         source = entry.source.split("://", 1)[-1].rstrip("/")
