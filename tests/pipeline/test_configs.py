@@ -15,14 +15,14 @@ import pytest
 import spacy
 from model_server import model_dir_entry, write_catalog
 from spacy.tokens import DocBin
-from spacy_contextual.formats.cache import HOME_ENV, OFFLINE_ENV
-from spacy_contextual.formats.catalog import CATALOG_ENV
 from typer.testing import CliRunner
 from util import DATA, REPO, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.cli import app
 from spacy_contextual.embedders.elmo import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
+from spacy_contextual.hub.catalog import CATALOG_ENV
 from spacy_contextual.layers import layer_weights
 
 pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser

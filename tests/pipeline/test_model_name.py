@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import spacy
 from model_server import model_dir_entry, write_catalog
-from spacy_contextual.formats.cache import OFFLINE_ENV
-from spacy_contextual.formats.catalog import CATALOG_ENV
 from util import KINDS, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.embedders import load_encoder
 from spacy_contextual.errors import ContextualError
 from spacy_contextual.formats.bilm_dir import save_bilm
+from spacy_contextual.hub.cache import OFFLINE_ENV
+from spacy_contextual.hub.catalog import CATALOG_ENV
 from spacy_contextual.layers import elmo_model_dir_loader
 
 pytestmark = pytest.mark.timeout(180)
