@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from elmo_speed import VALID, read_sentences
+from common import VALID, read_sentences
 from precision_accuracy import relative_errors
 from record import publish
 from torch import nn

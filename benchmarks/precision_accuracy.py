@@ -2,7 +2,7 @@
 
 Data: the first N lines of ../shared/data/lm_corpus/valid.txt.gz. Models (``--models``): the bundled
 ELMo and CoVe ("bundled"), and ELMo at the small (2x1024_128) and original (2x4096_512) sizes with the
-random weights of ``elmo_speed.py`` ("small", "original"; no trained original-size model is available
+random weights of ``common.py`` ("small", "original"; no trained original-size model is available
 offline).
 For every layer j, over all tokens of all sentences (h the fp32 vectors, h' the low-precision ones):
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from elmo_speed import VALID, random_bilm, read_sentences
+from common import VALID, random_bilm, read_sentences
 from record import publish
 
 

@@ -23,7 +23,14 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
   take bf16 operands; their results are added to float32 (W_x x + b and the gates), so the gates, the
   cell state c and the cell clipping stay float32, and h is rounded to the weights' dtype once per
   step, where it enters W_P and W_h (clipping the rounded W_P h at +-proj_clip equals rounding the
-  clipped one). float32 weights run exactly the float32 code.
+  clipped one). float32 weights run exactly the float32 code. A low-precision product is widened to
+  float32 in one vectorised pass and the float32 part added to it in place: a mixed-dtype add converts
+  element by element and costs more than the product.
+* Without autograd and autocast (inference in a set precision), each step's gates are written into
+  one buffer reused by every step (``addmm(..., out=)``), and the non-linearities, the cell update and
+  the clipping run in place there and in c: about half the passes over memory of the out-of-place
+  step that autograd needs, and no fresh allocation per step. Both give the same bits
+  (``c * f + (i * j)`` in that order, never a fused multiply-add).
 """
 
 from __future__ import annotations
@@ -103,7 +110,7 @@ class ProjectedLSTM(nn.Module):
         finished_c: list[torch.Tensor] = []
         outputs: list[torch.Tensor] = []
         buffers = None
-        if not torch.is_grad_enabled():  # inference: every step's gates in one reused buffer, updated in place
+        if not torch.is_grad_enabled() and not torch.is_autocast_enabled(inputs.device.type):  # see _cell
             gates = bias.new_empty(4 * D * batch)
             buffers = gates, (w_h.new_empty(gates.shape) if add_product is not torch.addmm else None)
         for t in range(max_len):
@@ -174,5 +181,6 @@ class ProjectedLSTM(nn.Module):
 
 def add_low_precision_product(accumulated: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``accumulated + a @ b`` in ``accumulated``'s (float32) dtype, for bf16/fp16 ``a`` and ``b``: the
-    product is computed in their dtype (float32 accumulation inside the kernel) and added in float32."""
-    return accumulated + torch.mm(a, b)
+    product is computed in their dtype (float32 accumulation inside the kernel), widened in one vectorised
+    pass and ``accumulated`` added to it in place (a mixed-dtype add would convert element by element)."""
+    return torch.mm(a, b).to(accumulated.dtype).add_(accumulated)
