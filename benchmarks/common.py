@@ -15,6 +15,7 @@ import gzip
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,16 @@ def elapsed(run: Callable[[], Any]) -> float:
     start = time.perf_counter()
     run()
     return time.perf_counter() - start
+
+
+def timed_embed(embedder, sentences: list[list[str]], context=None) -> tuple[list, float]:
+    """``embedder.embed_sentences(sentences)`` after a warm-up on 8 of them, inside ``context`` if given:
+    the arrays and the wall seconds."""
+    with context or nullcontext():
+        embedder.embed_sentences(sentences[:8])
+        start = time.perf_counter()
+        arrays = embedder.embed_sentences(sentences)
+    return arrays, time.perf_counter() - start
 
 
 class Timer:

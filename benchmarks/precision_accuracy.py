@@ -25,12 +25,11 @@ import argparse
 import sys
 import time
 import warnings
-from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import torch
-from common import VALID, random_bilm, read_sentences
+from common import VALID, random_bilm, read_sentences, timed_embed
 from record import publish
 
 
@@ -68,14 +67,6 @@ def precision_runs(model: str) -> dict[tuple[str, str], tuple]:
         runs[("CoVe", "fp32")] = (lambda: load_encoder("cove"), None)
         runs[("CoVe", "bf16")] = (lambda: load_encoder("cove", precision="bf16"), None)
     return runs
-
-
-def timed_embed(embedder, sentences: list[list[str]], context=None) -> tuple[list[np.ndarray], float]:
-    with context or nullcontext():
-        embedder.embed_sentences(sentences[:8])  # warm-up
-        start = time.perf_counter()
-        arrays = embedder.embed_sentences(sentences)
-    return arrays, time.perf_counter() - start
 
 
 def main() -> None:
