@@ -118,7 +118,7 @@ class ProjectedLSTM(nn.Module):
             if rows < h.shape[0]:
                 finished_h.append(h[rows:])
                 finished_c.append(c_t[:, rows:].t())
-                h, c_t = h[:rows], c_t[:, :rows]
+                h, c_t = h[:rows], c_t[:, :rows].contiguous()  # contiguous: c_t is updated in place
             if t % block_steps == 0:  # (W_x x + b)^T of the next block_steps steps, step-major columns
                 block = x[:rows, t : t + block_steps].transpose(0, 1).reshape(-1, x.shape[2])
                 inputs_w_t = add_product(bias, w_x, block.t())  # (4D, steps * block_rows)
