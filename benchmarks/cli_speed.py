@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import h5py
-from common import ROOT, model_files
+from common import LM_CORPUS, ROOT, model_files
 from processes import measure
 from record import publish
 
@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--allennlp-python", help="python of a venv holding allennlp==2.10.1")
     parser.add_argument("--before", type=Path, help="a source tree to run our CLI from as 'before'")
     parser.add_argument("--lines", type=int, help="input lines for every size (default: small 1000, original 300)")
+    parser.add_argument("--corpus", default="valid", choices=["valid", "train"], help="lm_corpus file (valid: 5,000)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, help="OMP/MKL threads for every process (default: torch's)")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="our command's --precision")
@@ -87,7 +88,7 @@ def main() -> None:
     ]
     for size in args.sizes:
         lines = args.lines or LINES[size]
-        paths = model_files(size, lines, args.workdir)
+        paths = model_files(size, lines, args.workdir, LM_CORPUS / f"{args.corpus}.txt.gz")
         tokens = len(paths["input"].read_text(encoding="utf-8").split())
         runs = commands(paths, args.workdir / size, args)
         results: dict[str, list[dict]] = {name: [] for name in runs}

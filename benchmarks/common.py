@@ -132,22 +132,23 @@ class Timer:
         setattr(owner, name, (self.wrap_iterator if iterator else self.wrap)(method, phase))
 
 
-def model_files(size: str, lines: int, workdir: Path) -> dict[str, Path]:
-    """The first ``lines`` lines of lm_corpus valid as ``input``, and a ``random_bilm(size)`` as our model
-    directory (``model``) and as bilm-tf files (``options``, ``weights``), built once under ``workdir``."""
+def model_files(size: str, lines: int, workdir: Path, corpus: Path = VALID) -> dict[str, Path]:
+    """The first ``lines`` lines of ``corpus`` (lm_corpus valid: 5,000 lines; train for more) as ``input``, and a
+    ``random_bilm(size)`` as our model directory (``model``) and as bilm-tf files (``options``, ``weights``),
+    built once under ``workdir``."""
     from spacy_contextual.formats.bilm_dir import save_bilm
     from spacy_contextual.formats.bilm_tf import export_bilm_tf
 
     root = workdir / size
     paths = {
-        "input": root / f"valid_{lines}.txt",
+        "input": root / f"{corpus.name.split('.')[0]}_{lines}.txt",
         "model": root / "model",
         "options": root / "bilm_tf" / "options.json",
         "weights": root / "bilm_tf" / "weights.hdf5",
     }
     if not paths["input"].is_file():
         root.mkdir(parents=True, exist_ok=True)
-        copy_lines(VALID, paths["input"], lines)
+        copy_lines(corpus, paths["input"], lines)
     if not paths["weights"].is_file():
         bilm = random_bilm(size)
         save_bilm(bilm, paths["model"])
