@@ -1,6 +1,6 @@
 """Whole-process time and peak RSS of ``spacy-contextual elmo INPUT OUT.hdf5 --all`` against AllenNLP 2.10.1.
 
-Random weights (``elmo_speed.random_bilm``) at the small size (2x1024_128, 2048-filter CNN, 1 highway)
+Random weights (``common.random_bilm``) at the small size (2x1024_128, 2048-filter CNN, 1 highway)
 and the original size (2x4096_512, 2 highway), saved twice: as our model directory (for
 ``spacy-contextual elmo --model DIR``) and as bilm-tf ``options.json`` + ``weights.hdf5`` (for
 ``allennlp_elmo.py``, AllenNLP's ``_ElmoBiLm`` in its own venv). Input: the first lines of
@@ -22,72 +22,38 @@ commit unpacked with ``git archive BASE | tar -x -C TREE``, to measure before an
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import h5py
+from common import LM_CORPUS, ROOT, model_files
+from processes import measure
 from record import publish
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elmo_speed import VALID, random_bilm  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LINES = {"small": 1000, "original": 300}
 
 
-def prepare(size: str, lines: int, workdir: Path) -> dict[str, Path]:
-    """The input text and the model in both formats, built once per size and line count."""
-    from spacy_contextual.formats.bilm_dir import save_bilm
-    from spacy_contextual.formats.bilm_tf import export_bilm_tf
-
-    root = workdir / size
-    paths = {
-        "input": root / f"valid_{lines}.txt",
-        "model": root / "model",
-        "options": root / "bilm_tf" / "options.json",
-        "weights": root / "bilm_tf" / "weights.hdf5",
-    }
-    if not paths["input"].is_file():
-        root.mkdir(parents=True, exist_ok=True)
-        with gzip.open(VALID, "rt", encoding="utf-8") as source:
-            text = "".join(line for _, line in zip(range(lines), source, strict=False))
-        paths["input"].write_text(text, encoding="utf-8")
-    if not paths["weights"].is_file():
-        bilm = random_bilm(size)
-        save_bilm(bilm, paths["model"])
-        export_bilm_tf(bilm, paths["weights"].parent)
-    return paths
-
-
 def run(command: list[str], env: dict[str, str]) -> dict:
-    start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    stderr = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}):\n{stderr.decode()[-3000:]}")
-    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024, "cpu_s": usage.ru_utime + usage.ru_stime}
+    measured = measure(command, env, Path("/"))
+    return {"seconds": measured.seconds, "peak_rss_mb": measured.rss_mb, "cpu_s": measured.cpu_s}
 
 
 def commands(paths: dict[str, Path], out: Path, args: argparse.Namespace) -> dict[str, tuple[list[str], dict, Path]]:
     """name -> (command, environment, the HDF5 file it writes)."""
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     if args.threads:
         env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     ours = [shutil.which("spacy-contextual") or "spacy-contextual", "elmo", str(paths["input"])]
     model = ["--all", "--model", str(paths["model"])]
     if args.precision != "fp32":  # a --before tree may predate the option
         model += ["--precision", args.precision]
-    result = {"this tree": ([*ours, str(out / "ours.hdf5"), *model], env, out / "ours.hdf5")}
+    here = {**env, "PYTHONPATH": str(ROOT)}
+    result = {"this tree": ([*ours, str(out / "ours.hdf5"), *model], here, out / "ours.hdf5")}
     if args.before:
         before_env = {**env, "PYTHONPATH": str(args.before)}
         result["before"] = ([*ours, str(out / "before.hdf5"), *model], before_env, out / "before.hdf5")
@@ -103,6 +69,8 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["small", "original"], choices=sorted(LINES))
     parser.add_argument("--allennlp-python", help="python of a venv holding allennlp==2.10.1")
     parser.add_argument("--before", type=Path, help="a source tree to run our CLI from as 'before'")
+    parser.add_argument("--lines", type=int, help="input lines for every size (default: small 1000, original 300)")
+    parser.add_argument("--corpus", default="valid", choices=["valid", "train"], help="lm_corpus file (valid: 5,000)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, help="OMP/MKL threads for every process (default: torch's)")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="our command's --precision")
@@ -114,11 +82,14 @@ def main() -> None:
         f"## {time.strftime('%Y-%m-%d %H:%M')}: whole-process `spacy-contextual elmo --all` against AllenNLP 2.10.1\n",
         f"`python benchmarks/cli_speed.py {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}, "
         f"{platform.machine()}, {os.cpu_count()} cores, threads: {args.threads or 'default'})\n",
-        "| size | lines | command | seconds (best) | all rounds | peak RSS (MB) | CPU s | load before each round |",
-        "|---|---|---|---|---|---|---|---|",
+        "| size | lines | command | seconds (best) | tokens/s | all rounds | peak RSS (MB) | CPU s "
+        "| load before each round |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for size in args.sizes:
-        paths = prepare(size, LINES[size], args.workdir)
+        lines = args.lines or LINES[size]
+        paths = model_files(size, lines, args.workdir, LM_CORPUS / f"{args.corpus}.txt.gz")
+        tokens = len(paths["input"].read_text(encoding="utf-8").split())
         runs = commands(paths, args.workdir / size, args)
         results: dict[str, list[dict]] = {name: [] for name in runs}
         loads = []
@@ -129,13 +100,13 @@ def main() -> None:
                 print(f"{size} {name}: {results[name][-1]}", flush=True)
         for _, _, path in runs.values():
             with h5py.File(path, "r") as written:
-                if len(written) != LINES[size] + 1:
-                    raise RuntimeError(f"{path} holds {len(written)} datasets, expected {LINES[size]} + 1")
+                if len(written) != lines + 1:
+                    raise RuntimeError(f"{path} holds {len(written)} datasets, expected {lines} + 1")
         for name, rounds in results.items():
             best = min(rounds, key=lambda r: r["seconds"])
             every = " / ".join(f"{r['seconds']:.1f}" for r in rounds)
             table.append(
-                f"| {size} | {LINES[size]} | {name} | {best['seconds']:.1f} | "
+                f"| {size} | {lines} | {name} | {best['seconds']:.1f} | {tokens / best['seconds']:,.0f} | "
                 f"{every} | {max(r['peak_rss_mb'] for r in rounds):.0f} | "
                 f"{best['cpu_s']:.1f} | {' / '.join(loads)} |"
             )

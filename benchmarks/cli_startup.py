@@ -2,7 +2,7 @@
 sentence, and of the small-size run (``elmo --all`` on the first 1,000 lines of lm_corpus valid),
 for this tree and another (``--before``) in one run.
 
-The model: random weights at the small size (``elmo_speed.random_bilm("small")``: 2x1024_128,
+The model: random weights at the small size (``common.random_bilm("small")``: 2x1024_128,
 2048-filter CNN, 1 highway) saved as our model directory. Each command is a fresh process
 (``python -m spacy_contextual ...`` with ``PYTHONPATH`` naming the tree); seconds are its wall time,
 peak RSS comes from ``os.wait4`` (``processes.py``). The trees take turns, ``--rounds`` times, and each command is
@@ -24,9 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from processes import SHARED_DATA, measure, save_random_model  # noqa: E402
-from record import record_entry  # noqa: E402
+from processes import SHARED_DATA, measure, save_random_model
+from record import record_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "spacy", "thinc", "h5py", "numpy", "tqdm")
@@ -79,7 +78,7 @@ def main() -> None:
         for name, command in commands.items():
             for tree_name, tree in trees.items():
                 env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(args.threads)}
-                seconds, rss, _ = measure([sys.executable, "-m", "spacy_contextual", *command], env, work)
+                seconds, rss, *_ = measure([sys.executable, "-m", "spacy_contextual", *command], env, work)
                 key = (name, tree_name)
                 best[key] = min(best.get(key, (seconds, rss)), (seconds, rss))
                 print(f"  {name} [{tree_name}]: {seconds:.2f} s, {rss:.0f} MB", flush=True)

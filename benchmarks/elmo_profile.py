@@ -1,6 +1,6 @@
 """Where the time of ``ElmoEmbedder.iter_embed`` goes: torch.profiler, op time grouped by op and shape.
 
-Random weights at the small or original size (``elmo_speed.SIZES``), the first ``--lines`` lines of
+Random weights at the small or original size (``common.SIZES``), the first ``--lines`` lines of
 lm_corpus valid. Two regions are timed as wholes: the char CNN with its word cache
 (``TokenVectorCache.token_vectors``) and the LSTM stacks (``BiLM.encode``). Inside each, every op called from
 Python is charged its CPU time (children included) under its name and its operand shapes written with
@@ -19,27 +19,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import torch
+from common import lstm_flops, random_bilm, read_sentences
 from torch.profiler import ProfilerActivity, profile, record_function
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elmo_speed import random_bilm, read_sentences  # noqa: E402
 
 from spacy_contextual.embedders.elmo import ElmoEmbedder  # noqa: E402
 
 REGIONS = {"token_vectors": "char CNN + word cache", "encode": "LSTM stacks (BiLM.encode)"}
-
-
-def lstm_flops(bilm, sentences: list[list[str]]) -> int:
-    c = bilm.config
-    positions = sum(len(s) + 2 for s in sentences)
-    P, D = c.projection_dim, c.lstm_dim
-    return 2 * positions * (P * 4 * D + P * 4 * D + D * P) * 2 * c.n_layers
 
 
 def instrumented(embedder: ElmoEmbedder) -> ElmoEmbedder:
@@ -71,7 +60,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     sentences = read_sentences(args.lines)
     bilm = random_bilm(args.size)
-    flops = lstm_flops(bilm, sentences)
+    flops = lstm_flops(bilm.config, sum(len(s) + 2 for s in sentences))
     print(f"{args.size}, {args.lines} lines, {args.threads} threads, load average {os.getloadavg()[0]:.2f}")
 
     with torch.no_grad():

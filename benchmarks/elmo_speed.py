@@ -26,7 +26,6 @@ convolutions and linear layers it actually ran (counted by forward hooks). Compa
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -37,34 +36,10 @@ import time
 from pathlib import Path
 
 import torch
+from common import ROOT, SIZES, Timer, lstm_flops, random_bilm, read_sentences
 from record import publish
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-
-ROOT = Path(__file__).resolve().parents[1]
-VALID = ROOT.parent / "shared" / "data" / "lm_corpus" / "valid.txt.gz"
-SIZES = {
-    "tiny": dict(char_embedding_dim=4, filters=[[1, 4], [2, 8], [3, 16]], lstm_dim=32, projection_dim=16),  # dry runs
-    "small": dict(lstm_dim=1024, projection_dim=128, n_highway=1),
-    "original": dict(lstm_dim=4096, projection_dim=512, n_highway=2),
-}
-
-
-def read_sentences(lines: int, path: Path = VALID) -> list[list[str]]:
-    """The first ``lines`` whitespace-tokenised lines of a text file (.gz or plain)."""
-    with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as handle:
-        return [line.split() for _, line in zip(range(lines), handle, strict=False)]
-
-
-def random_bilm(size: str):
-    from spacy_contextual.models.bilm import BiLM, BiLMConfig
-
-    torch.manual_seed(0)
-    bilm = BiLM(BiLMConfig(**SIZES[size]))
-    with torch.no_grad():
-        for p in bilm.parameters():
-            p.mul_(0.5)
-    return bilm.eval()
 
 
 class PlainElmo(nn.Module):
@@ -117,11 +92,6 @@ class PlainElmo(nn.Module):
         return pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
 
 
-def lstm_flops(config, positions: int) -> int:
-    P, D = config.projection_dim, config.lstm_dim
-    return 2 * positions * (P * 4 * D + P * 4 * D + D * P) * 2 * config.n_layers
-
-
 def count_cnn_flops(token_encoder: nn.Module) -> list[int]:
     """Forward hooks that add 2 * multiply-adds of every conv and linear layer run to the returned cell."""
     total = [0]
@@ -136,26 +106,12 @@ def count_cnn_flops(token_encoder: nn.Module) -> list[int]:
     return total
 
 
-def timed(owner, name: str, seconds: list[float]) -> None:
-    """Replace ``owner.name`` (on this instance) by the same method adding its wall time to seconds[0]."""
-    method = getattr(owner, name)
-
-    def wrapped(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return method(*args, **kwargs)
-        finally:
-            seconds[0] += time.perf_counter() - start
-
-    setattr(owner, name, wrapped)
-
-
-def measure(size: str, path: str, lines: int, threads: int) -> dict:
+def measure(size: str, path: str, lines: int, threads: int, precision: str = "fp32") -> dict:
     torch.set_num_threads(threads)
     sentences = read_sentences(lines)
     n_tokens = sum(len(s) for s in sentences)
     bilm = random_bilm(size)
-    lstm_seconds, cnn_seconds = [0.0], [0.0]
+    timer = Timer()
     cnn_flops = count_cnn_flops(bilm.token_encoder)
     cpu_start = time.process_time()
     start = time.perf_counter()
@@ -163,9 +119,9 @@ def measure(size: str, path: str, lines: int, threads: int) -> dict:
         if path == "exact":
             from spacy_contextual.embedders.elmo import ElmoEmbedder
 
-            embedder = ElmoEmbedder(bilm)
-            timed(embedder.bilm, "encode", lstm_seconds)
-            timed(embedder.token_cache, "token_vectors", cnn_seconds)
+            embedder = ElmoEmbedder(bilm, precision=precision)
+            timer.time_method(embedder.bilm, "encode", "lstm")
+            timer.time_method(embedder.token_cache, "token_vectors", "cnn")
             for _ in embedder.iter_embed(sentences, batch_size=64):
                 pass
         else:
@@ -187,7 +143,7 @@ def measure(size: str, path: str, lines: int, threads: int) -> dict:
         "cnn_gflop": cnn_flops[0] / 1e9,
     }
     if path == "exact":
-        result.update(lstm_seconds=lstm_seconds[0], cnn_seconds=cnn_seconds[0])
+        result.update(lstm_seconds=timer.seconds["lstm"], cnn_seconds=timer.seconds["cnn"])
     return result
 
 
@@ -200,25 +156,30 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="run the paths alternately this often; keep the best")
     parser.add_argument("--skip-plain", action="store_true", help="leave out the nn.LSTM reference")
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
-    parser.add_argument("--child", nargs=2, metavar=("SIZE", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--precisions", nargs="+", default=["fp32"], choices=["fp32", "bf16"], help="of the exact path (plain: fp32)"
+    )
+    parser.add_argument("--child", nargs=3, metavar=("SIZE", "PATH", "PRECISION"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0], args.child[1], args.lines, args.threads)))
+        print(json.dumps(measure(args.child[0], args.child[1], args.lines, args.threads, args.child[2])))
         return
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    paths = {"exact": ("exact", env)}
-    if args.before:
-        paths["exact (before)"] = ("exact", {**env, "PYTHONPATH": str(args.before)})
+    paths = {}
+    for precision in args.precisions:
+        paths[f"exact {precision}"] = ("exact", precision, {**env, "PYTHONPATH": str(ROOT)})
+        if args.before:
+            paths[f"exact {precision} (before)"] = ("exact", precision, {**env, "PYTHONPATH": str(args.before)})
     if not args.skip_plain:
-        paths["plain"] = ("plain", env)
+        paths["plain fp32"] = ("plain", "fp32", {**env, "PYTHONPATH": str(ROOT)})
     best: dict[tuple[str, str], dict] = {}
     loads = []
     for _ in range(args.rounds):
         loads.append(f"{os.getloadavg()[0]:.1f}")
         for size in args.sizes:
-            for label, (path, child_env) in paths.items():
+            for label, (path, precision, child_env) in paths.items():
                 cmd = [sys.executable, __file__, "--lines", str(args.lines), "--threads", str(args.threads)]
-                cmd += ["--child", size, path]
+                cmd += ["--child", size, path, precision]
                 stdout = subprocess.run(cmd, check=True, capture_output=True, text=True, env=child_env).stdout
                 result = json.loads(stdout.strip().splitlines()[-1])
                 print(f"{size:9s} {label:15s} {json.dumps(result)}", flush=True)

@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from elmo_speed import VALID, read_sentences
+from common import VALID, read_sentences, timed_embed
 from precision_accuracy import relative_errors
 from record import publish
 from torch import nn
@@ -86,13 +86,6 @@ def quantise_lstm_inputs(bilm) -> None:
         lstm.register_forward_pre_hook(quantise_input)
 
 
-def embedder_speed(embedder, sentences) -> tuple[list, float]:
-    embedder.embed_sentences(sentences[:8])
-    start = time.perf_counter()
-    arrays = embedder.embed_sentences(sentences)
-    return arrays, time.perf_counter() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=100)
@@ -133,8 +126,8 @@ def main() -> None:
     for linear in [*(h.carry for h in encoder.highways), *(h.transform for h in encoder.highways), encoder.projection]:
         quantisable(linear)
     torch.ao.quantization.quantize_dynamic(encoder, {nn.Linear}, inplace=True)
-    exact, exact_seconds = embedder_speed(exact_embedder, sentences)
-    low, low_seconds = embedder_speed(int8_embedder, sentences)
+    exact, exact_seconds = timed_embed(exact_embedder, sentences)
+    low, low_seconds = timed_embed(int8_embedder, sentences)
     errors = " / ".join(f"{e:.4f}" for e, _ in relative_errors(low, exact))
     lines += [
         "",
@@ -145,7 +138,7 @@ def main() -> None:
     ]
     lstm_int8 = load_encoder("elmo", token_cache_size=0)
     quantise_lstm_inputs(lstm_int8.bilm)
-    low, _ = embedder_speed(lstm_int8, sentences)
+    low, _ = timed_embed(lstm_int8, sentences)
     errors = " / ".join(f"{e:.4f}" for e, _ in relative_errors(low, exact))
     lines += [
         "",

@@ -13,28 +13,20 @@ each stretch gives the two curves; the table shows them, the relative gap, and t
 from __future__ import annotations
 
 import argparse
-import gzip
 import platform
 import tempfile
 import time
-from itertools import islice
 from pathlib import Path
 
 import torch
+from common import LM_CORPUS, copy_lines
 from record import publish
 
 from spacy_contextual.models.bilm import BiLMConfig
 from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.trainer import pretrain
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "lm_corpus"
 MODEL = BiLMConfig(char_embedding_dim=8, filters=[[1, 8], [2, 16], [3, 32]], lstm_dim=64, projection_dim=32)
-
-
-def copy_lines(source: Path, target: Path, lines: int) -> Path:
-    with gzip.open(source, "rt", encoding="utf-8") as handle:
-        target.write_text("".join(islice(handle, lines)), encoding="utf-8")
-    return target
 
 
 def train_curve(work: Path, train: Path, valid: Path, steps: int, every: int, mixed_precision: bool) -> dict:
@@ -74,8 +66,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        train = copy_lines(CORPUS / "train.txt.gz", work / "train.txt", args.train_lines)
-        valid = copy_lines(CORPUS / "valid.txt.gz", work / "valid.txt", 500)
+        train = copy_lines(LM_CORPUS / "train.txt.gz", work / "train.txt", args.train_lines)
+        valid = copy_lines(LM_CORPUS / "valid.txt.gz", work / "valid.txt", 500)
         runs = {
             name: train_curve(work, train, valid, args.steps, args.every, name == "bf16") for name in ("fp32", "bf16")
         }

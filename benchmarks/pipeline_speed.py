@@ -21,14 +21,11 @@ import gzip
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import spacy
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "lm_corpus" / "valid.txt.gz"
+from common import VALID, elapsed
 
 
 def main() -> None:
@@ -54,7 +51,7 @@ def main() -> None:
     if args.random_like is not None:
         config = BiLMConfig(**json.loads(args.random_like.read_text())["model"])
         model = str(save_bilm(BiLM(config), Path(tempfile.mkdtemp()) / "random_elmo"))
-    with gzip.open(DATA, "rt", encoding="utf-8") as lines:
+    with gzip.open(VALID, "rt", encoding="utf-8") as lines:
         texts = [line.strip() for _, line in zip(range(args.lines), lines, strict=False)]
 
     blank = spacy.blank("en")
@@ -64,12 +61,12 @@ def main() -> None:
     docs = list(blank.pipe(texts))
     words = sum(len(doc) for doc in docs)
 
-    rows = [("tokenizer only (spacy.blank)", timed(lambda: list(blank.pipe(texts))))]
+    rows = [("tokenizer only (spacy.blank)", elapsed(lambda: list(blank.pipe(texts))))]
     nlp("warm up")
-    rows.append(("tokenizer + elmo component", timed(lambda: list(nlp.pipe(texts)))))
+    rows.append(("tokenizer + elmo component", elapsed(lambda: list(nlp.pipe(texts)))))
     embedder = ElmoEmbedder.load(model)
     token_lists = [[t.text for t in doc if not t.is_space] for doc in docs]
-    rows.append(("ElmoEmbedder.embed_sentences (reference)", timed(lambda: embedder.embed_sentences(token_lists))))
+    rows.append(("ElmoEmbedder.embed_sentences (reference)", elapsed(lambda: embedder.embed_sentences(token_lists))))
 
     if args.n_process:
         cove = spacy.blank("en")
@@ -92,19 +89,13 @@ def process_rows(kind, nlp, texts, counts, threads, batch_size, repeat) -> list[
     best = dict.fromkeys(counts, float("inf"))
     for _ in range(repeat):
         for n in counts:
-            seconds = timed(lambda n=n: list(nlp.pipe(texts, n_process=n, batch_size=batch_size)))
+            seconds = elapsed(lambda n=n: list(nlp.pipe(texts, n_process=n, batch_size=batch_size)))
             best[n] = min(best[n], seconds)
     rows = []
     for n in counts:
         share = max(1, threads // n)
         rows.append((f"{kind} component, n_process={n} ({share} thread{'s' if share > 1 else ''} each)", best[n]))
     return rows
-
-
-def timed(run) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Data: the first N lines of ../shared/data/lm_corpus/valid.txt.gz. Models (``--models``): the bundled
 ELMo and CoVe ("bundled"), and ELMo at the small (2x1024_128) and original (2x4096_512) sizes with the
-random weights of ``elmo_speed.py`` ("small", "original"; no trained original-size model is available
+random weights of ``common.py`` ("small", "original"; no trained original-size model is available
 offline).
 For every layer j, over all tokens of all sentences (h the fp32 vectors, h' the low-precision ones):
 
@@ -25,12 +25,11 @@ import argparse
 import sys
 import time
 import warnings
-from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import torch
-from elmo_speed import VALID, random_bilm, read_sentences
+from common import VALID, random_bilm, read_sentences, timed_embed
 from record import publish
 
 
@@ -68,14 +67,6 @@ def precision_runs(model: str) -> dict[tuple[str, str], tuple]:
         runs[("CoVe", "fp32")] = (lambda: load_encoder("cove"), None)
         runs[("CoVe", "bf16")] = (lambda: load_encoder("cove", precision="bf16"), None)
     return runs
-
-
-def timed_embed(embedder, sentences: list[list[str]], context=None) -> tuple[list[np.ndarray], float]:
-    with context or nullcontext():
-        embedder.embed_sentences(sentences[:8])  # warm-up
-        start = time.perf_counter()
-        arrays = embedder.embed_sentences(sentences)
-    return arrays, time.perf_counter() - start
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ class Measured(NamedTuple):
     seconds: float
     rss_mb: float  # peak RSS of the largest process: the command or one it waited for
     stderr: str
+    cpu_s: float  # user + system CPU seconds of the command and the processes it waited for
 
 
 def measure(command: list[str], env: dict[str, str], cwd: Path) -> Measured:
@@ -36,13 +37,13 @@ def measure(command: list[str], env: dict[str, str], cwd: Path) -> Measured:
     process.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{command} failed: {stderr[-2000:]}")
-    return Measured(seconds, usage.ru_maxrss / 1024, stderr)
+    return Measured(seconds, usage.ru_maxrss / 1024, stderr, usage.ru_utime + usage.ru_stime)
 
 
 def save_random_model(size: str, path: Path) -> Path:
-    """``elmo_speed.random_bilm(size)`` saved as our model directory, built in a subprocess."""
+    """``common.random_bilm(size)`` saved as our model directory, built in a subprocess."""
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE)!r}); from elmo_speed import random_bilm; "
+        f"import sys; sys.path.insert(0, {str(HERE)!r}); from common import random_bilm; "
         f"from spacy_contextual.formats.bilm_dir import save_bilm; save_bilm(random_bilm({size!r}), {str(path)!r})"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,7 +1,7 @@
 """Corpus embedding with ``spacy-contextual elmo``: tokens/s with 1 and 2 processes, and peak memory
 against the input's size (it must not grow: the same peak within 10 % for 10,000 and 100,000 lines).
 
-The model: random weights at the small size (``elmo_speed.random_bilm("small")``). Input: the first
+The model: random weights at the small size (``common.random_bilm("small")``). Input: the first
 N lines of ../shared/data/lm_corpus/train.txt.gz, as a .gz file. Every run is the command itself,
 in a fresh process; tokens/s are the input's tokens over the whole process's wall time (start-up,
 loading and writing included), peak RSS is the largest process's (``os.wait4``: the launcher or a
@@ -27,9 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from processes import SHARED_DATA, measure, save_random_model  # noqa: E402
-from record import record_entry  # noqa: E402
+from processes import SHARED_DATA, measure, save_random_model
+from record import record_entry
 
 TRAIN = SHARED_DATA / "lm_corpus" / "train.txt.gz"
 
@@ -54,7 +53,7 @@ def run(args: list[str], threads: int | None, cwd: Path) -> tuple[float, float, 
     env = {name: value for name, value in os.environ.items() if name != "OMP_NUM_THREADS"}
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
-    seconds, rss, stderr = measure([sys.executable, "-m", "spacy_contextual", *args], env, cwd)
+    seconds, rss, stderr, _ = measure([sys.executable, "-m", "spacy_contextual", *args], env, cwd)
     rates = re.findall(r"([\d,]+) tokens/s", stderr)
     return seconds, rss, float(rates[-1].replace(",", "")) if rates else float("nan")
 

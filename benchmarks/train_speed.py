@@ -6,7 +6,7 @@ alone per 1,000 predictions: adaptive vs sampled (8,192 shared negatives) vs ful
 
 ``--precisions fp32 bf16`` also times our biLM's step under bf16 autocast, as ``training.mixed_precision``
 runs it (the softmax and loss in float32); ``--size original`` replaces the config's model by bilm-tf's
-original 2x4096_512 (``elmo_speed.SIZES``); ``--skip-plain`` leaves out the plain LM.
+original 2x4096_512 (``common.SIZES``); ``--skip-plain`` leaves out the plain LM.
 
     python benchmarks/train_speed.py --config configs/pretrain_elmo_default.json --batches 8
     python benchmarks/train_speed.py --precisions fp32 bf16 --size original --skip-plain --batches 2 --rounds 1
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -119,8 +118,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     config = PretrainConfig.load(args.config)
     if args.size == "original":
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from elmo_speed import SIZES
+        from common import SIZES
 
         config.model = BiLMConfig(**SIZES["original"])
     if args.vocab:

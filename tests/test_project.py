@@ -1,5 +1,5 @@
 """``project.yml`` (the downstream comparison as one command) and its table step
-``benchmarks/compare_table.py``.
+``scripts/compare_table.py``.
 
 The project runs end to end as a user runs it, ``python -m spacy project run WORKFLOW``, in smoke
 form: its vars point at a few sentences and reviews written here, tiny random ELMo and CoVe models,
@@ -25,6 +25,7 @@ from spacy_contextual.hardware import describe_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "scripts"))
 from compare_table import comparison, error_reduction  # noqa: E402
 from record import record_entry  # noqa: E402
 
@@ -38,7 +39,7 @@ def project_dir(path: Path) -> Path:
     (so the test's project.lock and outputs stay out of the checkout)."""
     path.mkdir()
     (path / "project.yml").write_text((ROOT / "project.yml").read_text(encoding="utf-8"), encoding="utf-8")
-    for name in ("configs", "benchmarks"):
+    for name in ("configs", "scripts"):
         (path / name).symlink_to(ROOT / name)
     return path
 

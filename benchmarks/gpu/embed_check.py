@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 import h5py
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import max_difference  # noqa: E402
 from record import Results  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -53,12 +53,13 @@ def torch_gpu_count() -> int:
     return torch.cuda.device_count()
 
 
-def max_difference(a: Path, b: Path) -> float:
+def file_difference(a: Path, b: Path) -> float:
+    """The largest absolute difference between two outputs of the command (inf if their sentences differ)."""
     with h5py.File(a) as first, h5py.File(b) as second:
         keys = [k for k in first if k != "sentence_to_index"]
         if sorted(keys) != sorted(k for k in second if k != "sentence_to_index"):
             return float("inf")
-        return max(float(np.abs(first[k][()] - second[k][()]).max(initial=0.0)) for k in keys)
+        return max_difference([first[k][()] for k in keys], [second[k][()] for k in keys])
 
 
 def main() -> None:
@@ -78,7 +79,7 @@ def main() -> None:
 
     embed(subset, args.work / "cpu.hdf5", "cpu", args.model)
     embed(subset, args.work / "device.hdf5", args.device, args.model, NVIDIA_TF32_OVERRIDE="0")
-    difference = max_difference(args.work / "cpu.hdf5", args.work / "device.hdf5")
+    difference = file_difference(args.work / "cpu.hdf5", args.work / "device.hdf5")
     what = f"--device {args.device} vs --device cpu, {min(100, len(lines))} sentences, TF32 off: max abs difference"
     results.add(what, f"{difference:.2e}", difference <= TOLERANCE)
 
@@ -97,7 +98,7 @@ def main() -> None:
         seconds = embed(
             sentences, target, args.device, args.model, *how.get("extra", ()), launcher=how.get("launcher", ())
         )
-        difference = max_difference(args.work / "all.hdf5", target)
+        difference = file_difference(args.work / "all.hdf5", target)
         results.add(
             f"{name}, {len(lines)} sentences: max abs difference to the plain run; sentences/s",
             f"{difference:.2e}; {len(lines) / seconds:,.1f}",

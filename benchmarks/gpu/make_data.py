@@ -18,18 +18,19 @@ not spaCy. This writes, into ``benchmarks/gpu/data/`` (git-ignored; ``--out`` fo
 from __future__ import annotations
 
 import argparse
-import gzip
 import importlib.metadata
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
-from itertools import islice
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
+sys.path.insert(0, str(REPO / "benchmarks"))
+from common import copy_lines, random_bilm  # noqa: E402
+
 # spaCy's dependency closure minus what a CUDA image with torch already has (numpy, typer, requests, ...)
 PACKAGES = [
     "spacy", "thinc", "srsly", "cymem", "preshed", "murmurhash", "wasabi", "catalogue", "confection", "weasel",
@@ -40,15 +41,7 @@ PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x
 PLATFORMS += ["manylinux2014_x86_64", "manylinux1_x86_64"]
 
 
-def copy_lines(source: Path, target: Path, lines: int) -> None:
-    with gzip.open(source, "rt", encoding="utf-8") as handle:
-        target.write_text("".join(islice(handle, lines)), encoding="utf-8")
-
-
 def save_tiny_elmo(path: Path) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from elmo_speed import random_bilm
-
     from spacy_contextual.formats.bilm_dir import save_bilm
 
     save_bilm(random_bilm("tiny"), path)

@@ -8,8 +8,8 @@
 # by make_data.py --deps for that Python) or, without it, from the package registry; this package is
 # installed from the checkout. Steps (each writes its JSON rows as it goes; a failing step does not
 # stop the others):
-#   1. gpu_check.py           ELMo on CUDA vs the CPU at 1e-4 with TF32 off; speed fp32, TF32, bf16, fp16
-#   2. pipeline_gpu_check.py  spacy.require_gpu(): the elmo component on the GPU, fine-tuning, words/s
+#   1. elmo_check.py          ELMo on CUDA vs the CPU at 1e-4 with TF32 off; speed fp32, TF32, bf16, fp16
+#   2. pipeline_check.py      spacy.require_gpu(): the elmo component on the GPU, fine-tuning, words/s
 #   3. train_check.py         200 steps of biLM training, a stop with its checkpoint, --resume; bf16
 #   4. embed_check.py         spacy-contextual elmo --device cuda, and sharded (torchrun 1 rank; 2 GPUs: --processes 2)
 # Then OUT/gpu_check.json and OUT/gpu_check.md (report.py). Exit status 1 if any check failed.
@@ -89,8 +89,8 @@ step() {  # step NAME LIMIT COMMAND...: run it for at most LIMIT seconds, log it
   printf '%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - started))" >> "$OUT/steps.tsv"
 }
 
-step elmo "${LIMITS[0]}" "$PYTHON" benchmarks/gpu_check.py --data "$DATA" --device "$DEVICE" --json "$OUT/elmo.json" "${GPU_CHECK[@]}"
-step pipeline "${LIMITS[1]}" "$PYTHON" benchmarks/pipeline_gpu_check.py --data "$DATA" --device "$DEVICE" --json "$OUT/pipeline.json" "${PIPELINE[@]}"
+step elmo "${LIMITS[0]}" "$PYTHON" benchmarks/gpu/elmo_check.py --data "$DATA" --device "$DEVICE" --json "$OUT/elmo.json" "${GPU_CHECK[@]}"
+step pipeline "${LIMITS[1]}" "$PYTHON" benchmarks/gpu/pipeline_check.py --data "$DATA" --device "$DEVICE" --json "$OUT/pipeline.json" "${PIPELINE[@]}"
 step train "${LIMITS[2]}" "$PYTHON" benchmarks/gpu/train_check.py --data "$DATA" --device "$DEVICE" --work "$WORK/train" --json "$OUT/train.json" "${TRAIN[@]}"
 step embed "${LIMITS[3]}" "$PYTHON" benchmarks/gpu/embed_check.py --data "$DATA" --device "$DEVICE" --work "$WORK/embed" --json "$OUT/embed.json" "${EMBED[@]}"
 

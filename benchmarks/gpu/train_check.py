@@ -26,7 +26,7 @@ from safetensors.torch import load_file
 
 BENCHMARKS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCHMARKS))
-from elmo_speed import SIZES  # noqa: E402
+from common import SIZES  # noqa: E402
 from record import Results  # noqa: E402
 
 from spacy_contextual.models.bilm import BiLMConfig  # noqa: E402

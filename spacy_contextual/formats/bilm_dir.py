@@ -62,7 +62,8 @@ def save_bilm(
 
 
 def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
-    """Either kind; the model's own class (``BiLM`` or ``ManyLangsBiLM``)."""
+    """Either kind; the model's own class (``BiLM`` or ``ManyLangsBiLM``), built uninitialised and given
+    the loaded tensors themselves (every parameter is stored)."""
     stored = read_config_file(path)
     if isinstance(stored, dict) and stored.get("kind") == MANYLANGS_KIND:
         return load_manylangs_bilm(path, stateful)
@@ -71,10 +72,11 @@ def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
         lambda: BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful),
         weight_files(path),
         str(Path(path) / CONFIG_NAME),
+        initialise=False,
     )
     tensors = load_tensors(path)
     state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
-    load_matching_state(bilm, state, str(path))
+    load_matching_state(bilm, state, str(path), assign=True)
     return bilm
 
 
@@ -96,6 +98,7 @@ def load_manylangs_bilm(path: PathLike, stateful: bool = False) -> ManyLangsBiLM
         lambda: ManyLangsBiLM(ManyLangsConfig(**architecture, words=words, chars=chars), stateful=stateful),
         weight_files(directory),
         str(directory / CONFIG_NAME),
+        initialise=False,
     )
-    load_matching_state(bilm, load_tensors(directory), str(directory))
+    load_matching_state(bilm, load_tensors(directory), str(directory), assign=True)
     return bilm

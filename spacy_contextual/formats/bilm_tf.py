@@ -24,6 +24,7 @@ from ..types import PathLike
 from .budget import build_within_budget
 from .hdf5_contained import check_self_contained
 from .model_config import BILM, MAX_WIDTH, validate_section
+from .model_dir import all_finite
 
 
 class WeightFileError(ContextualError):
@@ -64,7 +65,30 @@ def _open_hdf5(path: Path) -> h5py.File:
     return weights
 
 
-def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path) -> np.ndarray:
+def bilm_tf_shapes(config: BiLMConfig, char_rows: int) -> dict[str, tuple[int, ...]]:
+    """Every dataset of a bilm-tf weight file of this architecture: name -> shape (TF layouts)."""
+    E, P, D, F = config.char_embedding_dim, config.projection_dim, config.lstm_dim, config.n_filters
+    shapes: dict[str, tuple[int, ...]] = {"char_embed": (char_rows, E)}
+    for i, (width, num) in enumerate(config.filters):
+        shapes[f"CNN/W_cnn_{i}"], shapes[f"CNN/b_cnn_{i}"] = (1, width, E, num), (num,)
+    for k in range(config.n_highway):
+        for gate in ("carry", "transform"):
+            shapes[f"CNN_high_{k}/W_{gate}"], shapes[f"CNN_high_{k}/b_{gate}"] = (F, F), (F,)
+    if F != P:
+        shapes["CNN_proj/W_proj"], shapes["CNN_proj/b_proj"] = (F, P), (P,)
+    for direction in range(2):
+        for layer in range(config.n_layers):
+            prefix = _lstm_prefix(direction, layer)
+            shapes[f"{prefix}/W_0"], shapes[f"{prefix}/B"] = (P + P, 4 * D), (4 * D,)
+            if P < D:
+                shapes[f"{prefix}/W_P_0"] = (D, P)
+    return shapes
+
+
+def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path, scratch: np.ndarray) -> torch.Tensor:
+    """One dataset, read once (converted to float32 by HDF5) into the start of ``scratch``, as a tensor
+    sharing that memory: valid until the next read. One buffer for every read spares the page faults
+    of a fresh allocation per dataset."""
     if name not in weights:
         raise WeightFileError(
             f"{path} has no dataset {name!r}, which the options require; check that options.json belongs "
@@ -76,24 +100,27 @@ def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path) 
             f"dataset {name!r} of {path} has shape {stored_shape} but the options imply {shape}; "
             "check that options.json belongs to this weight file"
         )
+    array = scratch[: int(np.prod(shape))].reshape(shape)
     try:
-        array = np.asarray(weights[name][...], dtype=np.float32)
+        weights[name].read_direct(array)
     except OSError as err:
         raise WeightFileError(f"cannot read dataset {name!r} of {path} ({err}); the file may be truncated") from None
-    if not np.isfinite(array).all():
+    tensor = torch.from_numpy(array)
+    if not all_finite(tensor):
         raise WeightFileError(
-            f"dataset {name!r} of {path} holds {int((~np.isfinite(array)).sum()):,} NaN or infinite values of "
-            f"{array.size:,}; these weights are unusable (a diverged training run or a damaged file)"
+            f"dataset {name!r} of {path} holds {int((~torch.isfinite(tensor)).sum()):,} NaN or infinite values "
+            f"of {array.size:,}; these weights are unusable (a diverged training run or a damaged file)"
         )
-    return array
+    return tensor
 
 
 def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool = False) -> BiLM:
     """Build a :class:`BiLM` from bilm-tf files, validating every dataset's presence and shape; the
-    options may only describe a model as large as the weight file justifies (``budget.py``)."""
+    options may only describe a model as large as the weight file justifies (``budget.py``). The
+    module is built uninitialised: every parameter is filled from the file."""
     config = read_options(options_file)
     path = Path(weight_file)
-    E, P, D, F = config.char_embedding_dim, config.projection_dim, config.lstm_dim, config.n_filters
+    P = config.projection_dim
     with _open_hdf5(path) as weights, torch.no_grad():
         # Like AllenNLP, the table size comes from the file (261 rows + our zero padding row).
         rows = weights["char_embed"].shape[0] if "char_embed" in weights else N_CHARACTERS - 1
@@ -102,39 +129,42 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool =
                 f"char_embed of {path} has {rows:,} rows; ELMo character ids need 261 to {MAX_WIDTH - 1:,}"
             )
         config.n_characters = rows + 1
-        bilm = build_within_budget(lambda: BiLM(config, stateful=stateful), [path], str(options_file))
+        shapes = bilm_tf_shapes(config, rows)
+
+        def read(name: str) -> torch.Tensor:
+            return _dataset(weights, name, shapes[name], path, scratch)
+
+        bilm = build_within_budget(lambda: BiLM(config, stateful=stateful), [path], str(options_file), False)
+        scratch = np.empty(max(int(np.prod(shape)) for shape in shapes.values()), dtype=np.float32)  # within budget
         encoder = bilm.token_encoder
-        char_embed = _dataset(weights, "char_embed", (rows, E), path)
-        encoder.char_embedding.weight.zero_()
-        encoder.char_embedding.weight[1:] = torch.from_numpy(char_embed)
-        for i, (conv, (width, num)) in enumerate(zip(encoder.convolutions, config.filters, strict=True)):
-            kernel = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, E, num), path)
-            conv.weight.copy_(torch.from_numpy(kernel[0].transpose(2, 1, 0)))
-            conv.bias.copy_(torch.from_numpy(_dataset(weights, f"CNN/b_cnn_{i}", (num,), path)))
+        encoder.char_embedding.weight[0].zero_()
+        encoder.char_embedding.weight[1:] = read("char_embed")
+        for i, conv in enumerate(encoder.convolutions):
+            conv.weight.copy_(read(f"CNN/W_cnn_{i}")[0].permute(2, 1, 0))
+            conv.bias.copy_(read(f"CNN/b_cnn_{i}"))
         for k, highway in enumerate(encoder.highways):
             for gate in ("carry", "transform"):
                 linear = getattr(highway, gate)
-                linear.weight.copy_(torch.from_numpy(_dataset(weights, f"CNN_high_{k}/W_{gate}", (F, F), path).T))
-                linear.bias.copy_(torch.from_numpy(_dataset(weights, f"CNN_high_{k}/b_{gate}", (F,), path)))
+                linear.weight.copy_(read(f"CNN_high_{k}/W_{gate}").T)
+                linear.bias.copy_(read(f"CNN_high_{k}/b_{gate}"))
         if encoder.projection is not None:
-            encoder.projection.weight.copy_(torch.from_numpy(_dataset(weights, "CNN_proj/W_proj", (F, P), path).T))
-            encoder.projection.bias.copy_(torch.from_numpy(_dataset(weights, "CNN_proj/b_proj", (P,), path)))
+            encoder.projection.weight.copy_(read("CNN_proj/W_proj").T)
+            encoder.projection.bias.copy_(read("CNN_proj/b_proj"))
         for direction, layers in enumerate((bilm.forward_layers, bilm.backward_layers)):
             for index, lstm in enumerate(layers):
                 prefix = _lstm_prefix(direction, index)
-                kernel = _dataset(weights, f"{prefix}/W_0", (P + P, 4 * D), path)
-                lstm.input_linearity.weight.copy_(torch.from_numpy(kernel[:P].T))
-                lstm.state_linearity.weight.copy_(torch.from_numpy(kernel[P:].T))
-                lstm.state_linearity.bias.copy_(torch.from_numpy(_dataset(weights, f"{prefix}/B", (4 * D,), path)))
+                kernel = read(f"{prefix}/W_0")
+                lstm.input_linearity.weight.copy_(kernel[:P].T)
+                lstm.state_linearity.weight.copy_(kernel[P:].T)
+                lstm.state_linearity.bias.copy_(read(f"{prefix}/B"))
                 if lstm.state_projection is not None:
-                    lstm.state_projection.weight.copy_(
-                        torch.from_numpy(_dataset(weights, f"{prefix}/W_P_0", (D, P), path).T)
-                    )
-        _check_no_unused_datasets(weights, set(bilm_tf_datasets(bilm)), path)
+                    lstm.state_projection.weight.copy_(read(f"{prefix}/W_P_0").T)
+        _check_no_unused_datasets(weights, set(shapes), path)
     return bilm
 
 
 def _check_no_unused_datasets(weights: h5py.File, expected: set[str], path: Path) -> None:
+    """By name only: no dataset is read."""
     present: list[str] = []
     weights.visititems(lambda name, obj: present.append(name) if isinstance(obj, h5py.Dataset) else None)
     unused = sorted(set(present) - expected)

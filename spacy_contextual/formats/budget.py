@@ -12,7 +12,9 @@ initialisation of meta tensors is skipped. The running total may not exceed
 (the factor covers float16 and int8 storage loaded as float32, and tied weights built once before
 they are tied); a config over the budget is refused in one line the moment the total passes it.
 Only then is ``build()`` run for real. The dry run draws no random numbers, so the real build is
-initialised exactly as without it.
+initialised exactly as without it. ``initialise=False`` (for loaders that fill every parameter and
+buffer from the file) skips the second build: the dry run's module is given uninitialised memory
+(``torch.empty``), so no random initialisation is computed only to be overwritten.
 """
 
 from __future__ import annotations
@@ -52,21 +54,28 @@ class _DryRun(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def build_within_budget(build: Callable[[], Built], weight_files: Iterable[Path], config_source: str) -> Built:
+def build_within_budget(
+    build: Callable[[], Built], weight_files: Iterable[Path], config_source: str, initialise: bool = True
+) -> Built:
     """``build()``, once a dry run has shown that it allocates no more than ``weight_files`` justify."""
     files = list(weight_files)
     weight_bytes = sum(file.stat().st_size for file in files)
-    return build_within_bytes(build, weight_bytes, ", ".join(map(str, files)), config_source)
+    return build_within_bytes(build, weight_bytes, ", ".join(map(str, files)), config_source, initialise)
 
 
-def build_within_bytes(build: Callable[[], Built], weight_bytes: int, weights: str, config_source: str) -> Built:
+def build_within_bytes(
+    build: Callable[[], Built], weight_bytes: int, weights: str, config_source: str, initialise: bool = True
+) -> Built:
     """``build()``, once a dry run has shown that it allocates no more than ``weight_bytes`` of stored
-    weights (``weights`` names them) justify."""
+    weights (``weights`` names them) justify; ``initialise=False``: a module whose parameters and buffers
+    hold uninitialised memory, for the caller to fill."""
     limit = ALLOCATION_FACTOR * weight_bytes + SLACK_BYTES
     refusal = (
         f"{config_source} describes a model larger than its weights ({weights}, {limit:,} bytes at most as loaded): "
         "the config is damaged or belongs to another model"
     )
     with _DryRun(limit, refusal):
-        build()
+        planned = build()
+    if not initialise:  # Module.to_empty would do, but its meta-tensor path imports sympy (0.4 s)
+        return planned._apply(lambda tensor: torch.empty(tensor.shape, dtype=tensor.dtype))
     return build()

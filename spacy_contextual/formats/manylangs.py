@@ -257,9 +257,11 @@ def ours_from_original(config: ManyLangsConfig, state: dict[str, torch.Tensor]) 
 
 
 def load_manylangs(path: PathLike, stateful: bool = False) -> ManyLangsBiLM:
+    """Built on the meta device (no random initialisation) and given the read tensors themselves."""
     config, state = read_manylangs(path)
-    bilm = ManyLangsBiLM(config, stateful=stateful)
-    bilm.load_state_dict(state)
+    with torch.device("meta"):
+        bilm = ManyLangsBiLM(config, stateful=stateful)
+    bilm.load_state_dict(state, assign=True)
     return bilm.eval()
 
 

@@ -185,10 +185,19 @@ def load_tensors(path: PathLike, dtype: torch.dtype = torch.float32) -> dict[str
     return {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in tensors.items()}
 
 
+def all_finite(tensor: torch.Tensor) -> bool:
+    """No NaN or infinity in a floating-point tensor, in one pass without a copy: its minimum and maximum
+    (which NaN propagates to) are finite."""
+    if not tensor.numel():
+        return True
+    low, high = torch.aminmax(tensor)
+    return bool(torch.isfinite(low) & torch.isfinite(high))
+
+
 def check_finite(tensors: dict[str, torch.Tensor], source: str) -> None:
     """Refuse weights holding NaN or infinity (a diverged run, a damaged file), naming the tensor."""
     for name, tensor in tensors.items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        if tensor.is_floating_point() and not all_finite(tensor):
             bad = int((~torch.isfinite(tensor)).sum())
             raise ModelDirError(
                 f"{source}: {name} holds {bad:,} NaN or infinite values of {tensor.numel():,}; these weights are "
@@ -204,12 +213,17 @@ def load_vocab(path: PathLike, name: str = VOCAB_NAME) -> list[str] | None:
 
 
 def load_matching_state(
-    module: torch.nn.Module, state: dict[str, torch.Tensor], source: str, not_stored: frozenset[str] = frozenset()
+    module: torch.nn.Module,
+    state: dict[str, torch.Tensor],
+    source: str,
+    not_stored: frozenset[str] = frozenset(),
+    assign: bool = False,
 ) -> None:
     """``module.load_state_dict(state)`` once every name and shape is known to match (``not_stored``:
-    entries the module has that are deliberately not saved, e.g. tied weights)."""
+    entries the module has that are deliberately not saved, e.g. tied weights). ``assign``: the module
+    takes ``state``'s tensors themselves (no copy), which must then have its dtypes."""
     check_state({k: tuple(v.shape) for k, v in module.state_dict().items() if k not in not_stored}, state, source)
-    module.load_state_dict(state, strict=False)
+    module.load_state_dict(state, strict=False, assign=assign)
 
 
 def check_state(expected: dict[str, tuple[int, ...]], state: dict[str, torch.Tensor], source: str) -> None:

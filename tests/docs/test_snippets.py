@@ -316,7 +316,7 @@ def checkout(tmp_path, tiny_shared, monkeypatch, published) -> Path:
     work = tmp_path / "checkout"
     work.mkdir()
     (tmp_path / "shared").symlink_to(tiny_shared)
-    for name in ("configs", "app"):
+    for name in ("configs", "app", "scripts"):
         (work / name).symlink_to(REPO / name)
     shutil.copy(REPO / "project.yml", work / "project.yml")
     shutil.copytree(REPO / "benchmarks", work / "benchmarks", ignore=shutil.ignore_patterns("data", "__pycache__"))

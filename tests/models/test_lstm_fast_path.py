@@ -98,6 +98,31 @@ def test_projected_lstm_equals_the_per_step_reference(
             torch.testing.assert_close(g, w, **TOL[dtype])
 
 
+@pytest.mark.parametrize("block_steps", [None, 3], ids=["default-blocks", "3-step-blocks"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("projection_dim, clip", [(8, 3.0), (24, None)], ids=["projection+clips", "plain"])
+def test_inference_in_place_equals_the_autograd_path_bitwise(monkeypatch, block_steps, dtype, projection_dim, clip):
+    """Without autograd the step runs in place in reused buffers; its results are the same bits, and the
+    caller's state is left as it was."""
+    lengths = torch.tensor([5, 9, 1, 0, 9, 3, 7])
+    if block_steps is not None:
+        monkeypatch.setattr(lstm_module, "BLOCK_BYTES", block_steps * 4 * 24 * 4 * len(lengths))
+    lstm = random_lstm(12, 24, projection_dim, clip).to(dtype)
+    torch.manual_seed(2)
+    inputs = torch.randn(7, 11, 12) * (torch.arange(11)[None, :] < lengths[:, None])[..., None]
+    state = (torch.randn(7, projection_dim), torch.randn(7, 24) * 2)
+    given = tuple(s.clone() for s in state)
+
+    with torch.enable_grad():
+        outputs, final = lstm(inputs, lengths, state)
+    with torch.no_grad():
+        in_place, in_place_final = lstm(inputs, lengths, state)
+
+    assert torch.equal(outputs, in_place)
+    assert torch.equal(final[0], in_place_final[0]) and torch.equal(final[1], in_place_final[1])
+    assert torch.equal(state[0], given[0]) and torch.equal(state[1], given[1])
+
+
 def clipping_bilm(stateful: bool, dtype: torch.dtype = torch.float32) -> BiLM:
     torch.manual_seed(3)
     bilm = BiLM(tiny_config(), stateful=stateful)

@@ -11,7 +11,7 @@ Inputs come from ``--data`` (``benchmarks/gpu/make_data.py`` writes valid.txt an
 there). Every row goes to ``--json`` as soon as it is measured; the exit status is 1 if a check
 failed. ``benchmarks/gpu/run.sh`` runs this with the rest of the GPU check.
 
-    python benchmarks/gpu_check.py --data benchmarks/gpu/data --json out/gpu_check.json [--device cuda]
+    python benchmarks/gpu/elmo_check.py --data benchmarks/gpu/data --json out/gpu_check.json [--device cuda]
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elmo_speed import SIZES, random_bilm, read_sentences  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import SIZES, max_difference, random_bilm, read_sentences  # noqa: E402
 from record import Results  # noqa: E402
 
 from spacy_contextual.devices import resolve_device, tf32  # noqa: E402
@@ -40,10 +40,6 @@ PRECISIONS = [  # label, the embedder's precision, TF32 allowed
     ("bf16 weights", "bf16", True),
     ("fp16 weights", "fp16", True),
 ]
-
-
-def max_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
-    return max(float(np.abs(x - y).max()) if x.size else 0.0 for x, y in zip(a, b, strict=True))
 
 
 def synchronize(device: torch.device) -> None:

@@ -13,7 +13,7 @@
 Inputs: ``--data`` (valid.txt from ``benchmarks/gpu/make_data.py``); every row goes to ``--json``
 as it is measured; the exit status is 1 if a check failed.
 
-    python benchmarks/pipeline_gpu_check.py --data benchmarks/gpu/data --json out/pipeline.json [--model DIR]
+    python benchmarks/gpu/pipeline_check.py --data benchmarks/gpu/data --json out/pipeline.json [--model DIR]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import NumpyOps, set_current_ops, set_gpu_allocator
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from record import Results  # noqa: E402
 
 from spacy_contextual.devices import resolve_device, tf32  # noqa: E402

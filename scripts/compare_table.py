@@ -9,7 +9,7 @@ starts with ``baseline`` is the reference; every other row gets the relative err
 
 so 0.137 means the pipeline makes 13.7 % fewer errors than the baseline.
 
-    python benchmarks/compare_table.py metrics/ewt metrics/sentiment --training training --output metrics/comparison.md
+    python scripts/compare_table.py metrics/ewt metrics/sentiment --training training --output metrics/comparison.md
 """
 
 from __future__ import annotations
