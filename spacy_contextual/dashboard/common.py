@@ -1,8 +1,8 @@
 """What the pages share: page setup, model defaults (bundled models, overridable by environment
 variables), cached model loading, one store of occurrence vectors per (encoder, model, corpus) shared by
 every page (with a progress bar and a count for an embedding that takes more than 2 s), the encoder
-picker, layer names, widget keys that name the context their options come from, widgets that keep
-their values while another page is open, and the links between pages (a click on one chart read back
+picker, layer names, widget keys that name the context their options come from (their values kept
+across pages by ``session``), and the links between pages (a click on one chart read back
 before it is redrawn; one page opening another with a state), and the length caps of typed paths and
 words (messages quote at most 80 characters of what was typed: ``errors.quoted``)."""
 
@@ -20,6 +20,7 @@ from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model
 from ..analysis.occurrence_store import OccurrenceStore
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import MIX
+from . import session
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = KINDS
@@ -88,17 +89,6 @@ def context_key(name: str, *context) -> str:
     return f"{name}_{hashlib.sha1(repr(context).encode()).hexdigest()[:10]}"
 
 
-def keep_widgets(keys) -> None:
-    """Give the widgets ``keys`` back their values when the page is opened again: Streamlit forgets the
-    state of a widget that a run did not draw, i.e. whenever another page is open. Call it first."""
-    kept = st.session_state.setdefault("_kept_widgets", {})
-    for key in keys:
-        if key in st.session_state:
-            kept[key] = st.session_state[key]
-        elif key in kept:
-            st.session_state[key] = kept[key]
-
-
 def path_input(label: str, **kwargs) -> str:
     """A text input for a path, at most ``MAX_PATH_CHARS`` long."""
     return st.text_input(label, max_chars=MAX_PATH_CHARS, **kwargs)
@@ -109,14 +99,19 @@ def word_input(label: str, **kwargs) -> str:
     return st.text_input(label, max_chars=MAX_WORD_CHARS, **kwargs)
 
 
-def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0) -> tuple[str, str]:
-    """Sidebar widgets: the encoder kind and its model directory."""
+def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared: bool = True) -> tuple[str, str]:
+    """Sidebar widgets: the encoder kind and its model directory; ``shared``: the session's one encoder
+    and model per kind (the Sense explorer and the Layer probe), else this picker's own (Compare's A, B)."""
+    encoder_name = session.ENCODER if shared else f"{key}_encoder"
     with st.sidebar:
-        kind = st.radio(label, ENCODERS, index=kind_index, horizontal=True, key=f"{key}_encoder")
+        kind = st.radio(
+            label, ENCODERS, horizontal=True,
+            key=session.bind(f"{key}_encoder", encoder_name, ENCODERS[kind_index], ENCODERS),
+        )  # fmt: skip
+        model_key = f"{key}_model_{kind}"
         model = path_input(
             f"{label}: model directory" if label != "Encoder" else "Model directory",
-            value=default_model(kind),
-            key=f"{key}_model_{kind}",
+            key=session.bind(model_key, session.model_name(kind) if shared else model_key, default_model(kind)),
             help="'default' = the bundled model; a name from `spacy-contextual models` is downloaded once",
         )
     return kind, model

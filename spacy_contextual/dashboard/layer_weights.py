@@ -38,6 +38,10 @@ def render() -> None:
         "textcat. "
         "The dashed line is the uniform mix 1/L: bars on it mean the component learned no preference among the layers."
     )
+    st.caption(
+        "In plain words: **γ** (gamma) is one number per component that scales the whole mix up or down: how loud "
+        "the ELMo/CoVe features are next to the component's other inputs, not which layer it prefers."
+    )
     text = st.text_area(
         "Trained pipeline directories (one a line)", value=os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n"),
         key=f"{KEY}_paths", placeholder="e.g. training/elmo_tagger/model-best", height=90,

@@ -177,15 +177,17 @@ def test_view_options_recompute_nothing(models, monkeypatch):
 def test_every_layer_side_by_side_with_its_purity(models):
     at = run_page("pages/1_Sense_explorer.py")
     titles = [a["text"] for a in figure(at, "sense_multiples")["layout"]["annotations"]]
-    assert [t.split("<br>")[0] for t in titles] == [
-        "<b>char-CNN (type-level)</b>", "<b>LSTM-1</b>", "<b>LSTM-2</b>", "<b>mix (uniform)</b>",
-    ]  # fmt: skip
-    assert "word form alone 0.30 · majority sense 0.30" in titles[0]  # one form; play-theatre is 6 of 20
-    assert all("5-NN purity" in t and "majority sense 0.30" in t for t in titles[1:])
+    names = ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "mix (uniform)"]
+    assert titles[:4] == [f"<b>{name}</b>" for name in names]
+    scores = at.dataframe[0].value  # the scores: one small table
+    assert list(scores["layer"]) == names and (scores["majority sense"] == 0.3).all()  # play-theatre: 6 of 20
+    assert list(scores["score"]) == ["word form alone", "5-NN purity", "5-NN purity", "5-NN purity"]
+    assert scores["value"].iloc[0] == pytest.approx(0.3)  # one form: the form alone says the majority sense
     assert any("held-out instances by the nearest sense centroid" in c.value for c in at.caption)
+    assert any("In plain words: **5-NN purity**" in c.value and "Silhouette" in c.value for c in at.caption)
     ok(keyed(at.selectbox, "sense_mix").set_value("learned by the EWT tagger").run())  # the shipped mixes
     titles = [a["text"] for a in figure(at, "sense_multiples")["layout"]["annotations"]]
-    assert titles[3].startswith("<b>mix (learned by the EWT tagger)</b>")
+    assert titles[3] == "<b>mix (learned by the EWT tagger)</b>"
 
 
 def test_word_forms_colour_and_the_type_level_view(models, tmp_path):
@@ -292,7 +294,7 @@ def test_probe_on_the_bundled_sense_files_is_stratified(models, name):
     table = at.dataframe[0].value
     assert (table["senses"] > 1).all() and (table["instances"] == 400).all()
     baseline = table[table["layer"] == "MFS baseline"].iloc[0]
-    share = baseline["majority share (training folds)"]
+    share = baseline["majority share"]
     assert baseline["accuracy"] >= share - 1 / baseline["instances"] and share < 0.85  # not a one-sense sample
     assert list(table["layer"].unique()) == ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "MFS baseline"]
     bars = [trace for trace in figure(at, "probe_chart")["data"] if trace["type"] == "bar"]
@@ -351,7 +353,7 @@ def test_cove_attention_can_be_audited_and_exported(models):
     at = run_page("pages/3_CoVe_attention.py")
     assert "Training domain of this model" in messages(at)
     data = figure(at, "attention_chart")["data"]
-    assert [trace["type"] for trace in data] == ["heatmap", "bar", "bar"]
+    assert [trace["type"] for trace in data][:3] == ["heatmap", "bar", "bar"]
     np.testing.assert_allclose(array(data[1]["y"]), array(data[0]["z"]).sum(axis=0), rtol=1e-5)  # coverage = Σ_t α
     np.testing.assert_allclose(array(data[2]["x"]), array(data[0]["z"]).max(axis=1), rtol=1e-5)  # each row's peak
     assert any("Attention rows: largest weight" in c.value for c in at.caption)
@@ -464,8 +466,12 @@ def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
     ok(keyed(at.selectbox, "sense_layer").set_value(1).run())
     ok(at.radio(key="sense_encoder").set_value("cove").run())
     layer = keyed(at.selectbox, "sense_layer")
-    assert layer.format_func(layer.value) == "CoVe-2"
-    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("CoVe-2")
+    assert layer.format_func(layer.value) == "CoVe-1"  # the layer by position: LSTM-1 is CoVe-1
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("CoVe-1")
+    ok(keyed(at.selectbox, "sense_layer").set_value(0).run())
+    ok(at.radio(key="sense_encoder").set_value("elmo").run())
+    layer = keyed(at.selectbox, "sense_layer")
+    assert layer.format_func(layer.value) == "char-CNN (type-level)" and "sense_forms_chart" in chart_keys(at)
 
 
 def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
@@ -497,3 +503,65 @@ def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sa
     ok(at.button(key="sense_all").click().run())
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 4,333 occurrences")
     assert 0 < sum(embedded) - before <= 4333 - 40  # only what the store did not hold
+
+
+def test_one_session_state_across_pages(models, monkeypatch):
+    """The word, the occurrence chosen per word, the layer, the corpus and the attention sentence are
+    where the user left them after another page, and the word is the same on every page that has one."""
+    from spacy_contextual.dashboard import common
+
+    monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    ok(at.text_input(key="sense_word").set_value("bank").run())
+    ok(keyed(at.selectbox, "sense_query").set_value(3).run())
+    ok(keyed(at.selectbox, "sense_layer").set_value(1).run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    assert at.text_input(key="sense_word").value == "bank" and not at.error
+    assert keyed(at.selectbox, "sense_query").value == 3 and keyed(at.selectbox, "sense_layer").value == 1
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-1: 14 occurrences")
+    ok(at.text_input(key="sense_word").set_value("play").run())  # another word: its own occurrence, not #3
+    assert keyed(at.selectbox, "sense_query").value == 0
+    ok(at.text_input(key="sense_word").set_value("bank").run())  # back: bank's occurrence again
+    assert keyed(at.selectbox, "sense_query").value == 3
+
+    ok(at.switch_page("pages/5_Compare_models.py").run())  # one word, one chosen occurrence, for every page
+    assert at.text_input(key="compare_word").value == "bank" and keyed(at.selectbox, "compare_query").value == 3
+    ok(at.text_input(key="compare_word").set_value("bat").run())
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    assert at.text_input(key="sense_word").value == "bat"
+
+    ok(at.switch_page("pages/3_CoVe_attention.py").run())
+    ok(at.text_input(key="attention_sentence").set_value("A **dog** runs .").run())
+    assert "\\*\\*" in messages(at) or "**dog**" not in messages(at)  # markdown typed is shown as typed
+    ok(at.radio(key="attention_view").set_value("lines").run())
+    ok(at.switch_page("pages/2_Layer_weights.py").run())
+    ok(at.switch_page("pages/3_CoVe_attention.py").run())
+    assert at.text_input(key="attention_sentence").value == "A **dog** runs ." and at.get("iframe")
+
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())  # the corpus: pasted text, for the probe's pages too
+    ok(at.radio(key="sense_source").set_value("Paste text").run())
+    ok(at.text_area(key="sense_text").set_value("We play chess. They play music. I play often.").run())
+    ok(at.switch_page("pages/5_Compare_models.py").run())
+    assert at.radio(key="compare_source").value == "Paste text" and at.text_input(key="compare_word").value == "play"
+    ok(at.switch_page("pages/4_Layer_probe.py").run())  # the probe has no pasted text: its own default, once
+    assert at.radio(key="probe_source").value == "Demo sentences"
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    assert at.radio(key="sense_source").value == "Paste text" and "3 occurrences" in at.caption[0].value
+
+
+def test_the_probe_has_a_button_to_open_the_sense_explorer(models, monkeypatch):
+    from spacy_contextual.dashboard import common
+
+    monkeypatch.setattr(common, "PAGES", {})
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())
+    ok(at.button(key="probe_run").click().run())
+    assert any("In plain words: **MFS**" in c.value for c in at.caption)
+    ok(at.selectbox(key="probe_open_word").set_value("spring").run())
+    ok(at.selectbox(key="probe_open_layer").set_value(1).run())
+    ok(at.button(key="probe_open").click().run())
+    assert at.title[0].value == "Sense explorer"
+    assert at.text_input(key="sense_word").value == "spring" and keyed(at.selectbox, "sense_layer").value == 1
+    assert "The Layer probe's sample" in messages(at)

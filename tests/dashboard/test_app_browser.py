@@ -174,7 +174,7 @@ def test_a_new_word_or_encoder_never_shows_a_value_from_the_old_one(app_page):
     page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
     layer = selected_text(page, "sense_layer")
     title = page.driver.find_element(By.CSS_SELECTOR, f"{CONTEXTUAL_CHART} .gtitle").text
-    assert layer == "CoVe-2" and title.startswith("CoVe-2")  # the box and the chart name the same layer
+    assert layer == "CoVe-1" and title.startswith("CoVe-1")  # the layer by position; box and chart agree
     kwic = page.driver.find_element(By.CSS_SELECTOR, "table.kwic")
     column = kwic.find_element(By.XPATH, "ancestor::div[@data-testid='stColumn'][1]")
     assert kwic.size["width"] <= column.size["width"]  # the KWIC lines fit their column at 1280 px
