@@ -17,7 +17,7 @@ import pandas as pd
 
 from .projection import normalize_rows
 
-KWIC_WIDTH = 24  # characters of context either side
+KWIC_WIDTH = 80  # characters of context either side at most: the column shows as many words as fit
 SENSE_WIDTH = 14  # characters of a sense label
 TIE_TOLERANCE = 1e-6  # cosines closer than this are equal (float32 rounding of identical vectors)
 

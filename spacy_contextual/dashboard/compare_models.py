@@ -69,8 +69,8 @@ def render() -> None:
         st.stop()
     encoder_a, encoder_b = encoder_or_stop(kind_a, model_a), encoder_or_stop(kind_b, model_b)
     pairs = occurrence_pairs(occurrences)
-    layers_a = occurrence_layers(kind_a, model_a, digest, records, pairs)
-    layers_b = occurrence_layers(kind_b, model_b, digest, records, pairs)
+    layers_a = occurrence_layers(kind_a, model_a, digest, records, pairs, confirm=f"{KEY}_embed_a")
+    layers_b = occurrence_layers(kind_b, model_b, digest, records, pairs, confirm=f"{KEY}_embed_b")
 
     controls = st.columns(2)
     options_a, options_b = layer_options(layers_a.shape[1]), layer_options(layers_b.shape[1])

@@ -23,6 +23,7 @@ from . import session
 from .common import (
     cached_encoder,
     clicked_point,
+    embedding_estimate,
     encoder_or_stop,
     encoder_picker,
     occurrence_layers,
@@ -73,11 +74,15 @@ def render() -> None:
     request = (kind, model, digest, max_instances, seed)
     if st.button(run_label(sampled_counts(instances, max_instances)), type="primary", key=f"{KEY}_run"):
         st.session_state[f"{KEY}_request"] = request
-    if st.session_state.get(f"{KEY}_request") != request:
-        st.info("Press **Run the probe** (it embeds every sampled instance once; large files take a while).")
-        return
     sample = sample_per_sense(instances, max_instances, seed)
-    occurrence_layers(kind, model, digest, records, [(item["record"], item["target"]) for item in sample])
+    pairs = [(item["record"], item["target"]) for item in sample]
+    if st.session_state.get(f"{KEY}_request") != request:
+        estimate = embedding_estimate(occurrence_store(kind, model, digest, records), pairs)
+        st.info(
+            "Press **Run the probe**: it embeds every sampled instance once" + (f", {estimate}." if estimate else ".")
+        )
+        return
+    occurrence_layers(kind, model, digest, records, pairs)
     try:
         results = cached_probe(kind, model, digest, max_instances, seed, records, instances)
     except ValueError as error:  # e.g. a word with fewer instances than folds

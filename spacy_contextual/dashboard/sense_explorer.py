@@ -8,6 +8,7 @@ the Layer probe, it shows the probe's sample, whose vectors the shared store alr
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,7 @@ from .common import (
     cached_encoder,
     clicked_point,
     context_key,
+    duration,
     encoder_or_stop,
     encoder_picker,
     follow_click,
@@ -62,6 +64,7 @@ KEY = "sense"
 MAX_OCCURRENCES = 20_000
 DEFAULT_OCCURRENCES = 5000
 UNIFORM = "uniform (1/L)"
+UMAP_TIMING_POINTS = 1000
 TOKEN_INDEXES = 2  # corpora whose whole-corpus token index is kept (each up to 30,000 tokens × every layer)
 
 
@@ -86,6 +89,17 @@ def cached_cluster(vectors: np.ndarray, method: str, k):
 @st.cache_data(max_entries=64, show_spinner="Projecting…")
 def cached_projection(vectors: np.ndarray, method: str):
     return project(vectors, method)
+
+
+@st.cache_resource(show_spinner="Timing UMAP on this machine (the first UMAP in this server compiles its code)…")
+def umap_seconds_per_point() -> float:
+    """UMAP's seconds per point here: a run on 100 random points (which compiles UMAP's code, once per
+    server), then a timed run on ``UMAP_TIMING_POINTS`` (UMAP's time grows about linearly with n)."""
+    rng = np.random.default_rng(0)
+    project(rng.normal(size=(100, 64)).astype(np.float32), "umap")
+    started = time.perf_counter()
+    project(rng.normal(size=(UMAP_TIMING_POINTS, 64)).astype(np.float32), "umap")
+    return (time.perf_counter() - started) / UMAP_TIMING_POINTS
 
 
 @st.cache_data(max_entries=16, show_spinner="Scoring every layer…")
@@ -150,7 +164,7 @@ def render() -> None:
     word = word_picker(KEY, records, digest, source)
     occurrences = chosen_occurrences(records, word)
     embedder = encoder_or_stop(kind, model)  # a missing model stops here with a message
-    layers = occurrence_layers(kind, model, digest, records, occurrence_pairs(occurrences))
+    layers = occurrence_layers(kind, model, digest, records, occurrence_pairs(occurrences), confirm=f"{KEY}_embed")
     labels = embedder.layer_labels
     header(word, occurrences, kind, model, labels, layers)
     view = controls(kind, model, digest, word, labels, layers, occurrences["sense"].notna().any())
@@ -258,7 +272,11 @@ def render_scatter(records, occurrences, vectors, clustering, labels, view: View
     computed = st.session_state.setdefault(f"{KEY}_umap_done", set())
     coords = cached_projection(vectors, "umap" if view.projection == "umap" and umap_key in computed else "pca")
     if view.projection == "umap" and umap_key not in computed:
-        st.info("UMAP is computed on demand (then cached for this word, layer and mix); PCA is shown until then.")
+        seconds = duration(umap_seconds_per_point() * len(occurrences))
+        st.info(
+            f"UMAP is computed on demand (then cached for this word, layer and mix): about {seconds} for "
+            f"{len(occurrences):,} occurrences on this machine (measured here). PCA is shown until then."
+        )
         if st.button(f"Compute UMAP of {len(occurrences):,} occurrences", type="primary", key=f"{KEY}_umap"):
             cached_projection(vectors, "umap")
             computed.add(umap_key)

@@ -80,6 +80,11 @@ def keyed(widgets, name: str):
     return next(w for w in widgets if w.key == name or re.fullmatch(f"{name}_[0-9a-f]{{10}}", w.key or ""))
 
 
+def kwic_tables(at: AppTest) -> list[str]:
+    """The KWIC tables of the page (not its style sheet)."""
+    return [e.proto.body for e in at.get("html") if "<table class='kwic'>" in e.proto.body]
+
+
 def messages(at: AppTest) -> str:
     return " ".join(e.value for e in [*at.error, *at.warning, *at.info])
 
@@ -118,6 +123,7 @@ def test_sense_explorer_draws_at_once_and_a_changed_layer_keeps_a_chart(models):
     assert (
         "computed on demand" in messages(at) and "PC1" in figure(at, "sense_chart")["layout"]["xaxis"]["title"]["text"]
     )
+    assert re.search(r"about \d+ s for 20 occurrences on this machine", messages(at))  # said before it is slow
     ok(at.button(key="sense_umap").click().run())
     assert figure(at, "sense_chart")["layout"]["xaxis"]["title"]["text"].startswith("UMAP 1")
     ok(keyed(at.radio, "sense_color").set_value("cluster").run())  # cached: still UMAP, no button
@@ -132,7 +138,7 @@ def test_a_click_marks_the_occurrence_and_its_neighbours_beside_the_kwic_lines(m
     assert "selected #7" in names and "10 nearest neighbours" in names
     rings = next(t for t in figure(at, "sense_chart")["data"] if t["name"] == "10 nearest neighbours")
     assert len(array(rings["x"])) == 10
-    kwic = at.get("html")[0].proto.body
+    kwic = kwic_tables(at)[0]
     assert kwic.count("<tr>") == 10 and "class='word'>play<" in kwic
     assert any("same-sense precision@10" in m.value for m in at.markdown)
     ok(at.slider(key="sense_neighbours").set_value(3).run())  # the kept selection does not undo the choice
@@ -256,7 +262,7 @@ def test_sentence_level_neighbours_come_from_any_word(models):
     ok(at.toggle(key="sense_corpus_search").set_value(True).run())
     assert any("tokens of 62 of the corpus's 62 sentences" in c.value for c in at.caption)
     ok(at.checkbox(key="sense_other_words").check().run())
-    corpus_hits = at.get("html")[-1].proto.body
+    corpus_hits = kwic_tables(at)[-1]
     assert corpus_hits.count("<tr>") == 10 and "class='word'>play<" not in corpus_hits
     assert at.get("download_button")
 
@@ -501,6 +507,9 @@ def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sa
     ok(at.switch_page("pages/1_Sense_explorer.py").run())  # AppTest stays on the page it ran: follow the switch
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 40 occurrences")
     ok(at.button(key="sense_all").click().run())
+    estimate = re.search(r"about [\d a-z]+ for ([\d,]+) sentences on this machine \(\d+ sentences/s", messages(at))
+    assert estimate and "sense_chart" not in chart_keys(at)  # said before it is slow: a button to start
+    ok(at.button(key="sense_embed").click().run())
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 4,333 occurrences")
     assert 0 < sum(embedded) - before <= 4333 - 40  # only what the store did not hold
 

@@ -30,7 +30,14 @@ def test_an_embedding_past_the_threshold_shows_a_bar_with_a_count():
     at = AppTest.from_function(page).run()
     assert not at.exception
     bar = at.get("progress")[0]
-    assert bar.proto.text == "Embedding the sentences with elmo: 64 of 4,378 sentences" and bar.proto.value == 1
+    assert bar.proto.text.startswith("Embedding the sentences with elmo: 64 of 4,378 sentences, about ")
+    assert bar.proto.text.endswith(" left") and bar.proto.value == 1
+
+
+def test_durations_read_plainly():
+    from spacy_contextual.dashboard.common import duration
+
+    assert [duration(s) for s in (0.2, 42.4, 60, 141, 3600)] == ["1 s", "42 s", "1 min", "2 min 20 s", "60 min"]
 
 
 def test_the_session_gives_widgets_their_values_back_and_shares_names():
