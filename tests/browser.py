@@ -116,9 +116,11 @@ class Page:
         self.driver, self.url, self.timeout = driver, url, timeout
 
     def _wait(self, condition, timeout: float | None = None, message: str = ""):
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        return WebDriverWait(self.driver, timeout or self.timeout).until(condition, message)
+        wait = WebDriverWait(self.driver, timeout or self.timeout, ignored_exceptions=(StaleElementReferenceException,))
+        return wait.until(condition, message)  # an element redrawn by a rerun is looked up again
 
     def _css(self, selector: str):
         from selenium.webdriver.common.by import By

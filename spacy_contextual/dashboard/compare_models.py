@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ..analysis.compare import aligned_projections, neighbour_change, neighbour_sets
+from ..analysis.compare import aligned_projections, change_html, neighbour_change, neighbour_sets
 from ..analysis.occurrence_store import occurrence_pairs
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.purity import knn_sense_accuracy, majority_share
@@ -142,11 +142,4 @@ def render() -> None:
         "in B (gained), × only in A (lost), each drawn where that occurrence lies in the chart's own model."
     )
     st.subheader("Occurrences whose neighbours changed most")
-    st.dataframe(
-        change.head(25),
-        hide_index=True,
-        key=f"{KEY}_table",
-        column_config={
-            "overlap": st.column_config.ProgressColumn("overlap", min_value=0.0, max_value=1.0, format="%.2f")
-        },
-    )
+    st.html(change_html(change.head(25)))

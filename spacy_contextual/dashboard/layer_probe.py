@@ -6,9 +6,11 @@ store, so it opens at once). The corpus, the settings and the results stay while
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from ..analysis.layer_scores import PURITY_VS_PROBE
+from ..analysis.markdown import escape_markdown
 from ..analysis.probe_plot import probe_figure, probe_frame
 from ..analysis.sense_probe import (
     MIN_INSTANCES_PER_SENSE,
@@ -109,7 +111,12 @@ def render() -> None:
         "context, so its score only says how well the word form (e.g. hard / harder) predicts the sense; the table "
         f"gives the best a word form alone can do. {PURITY_VS_PROBE}"
     )
-    st.dataframe(summary_table(results), hide_index=True, key=f"{KEY}_table")
+    layers, words, senses = summary_tables(results)
+    number = st.column_config.NumberColumn(format="%.3f")
+    st.dataframe(layers, hide_index=True, key=f"{KEY}_table", column_config={"accuracy": number})
+    st.dataframe(words, hide_index=True, key=f"{KEY}_words",
+                 column_config={"majority share": number, "word form alone": number})  # fmt: skip
+    st.caption(f"Senses sampled: {escape_markdown(senses)}")
 
 
 def run_label(counts: dict[str, tuple[int, int]]) -> str:
@@ -123,14 +130,24 @@ def run_label(counts: dict[str, tuple[int, int]]) -> str:
     )
 
 
-def summary_table(results: list[dict]):
+def summary_tables(results: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Narrow enough for an 800 px window: (each layer's accuracy with its interval, each word's sample
+    and baselines, the senses sampled as a line of text)."""
     frame = probe_frame(results)
-    by_word = {r["word"]: r for r in results}
-    frame["majority share"] = [by_word[w]["majority_share"] for w in frame["word"]]
-    frame["word form alone"] = [by_word[w]["word_form_accuracy"] for w in frame["word"]]
-    frame["senses (sampled)"] = [", ".join(f"{s} {c}" for s, c in by_word[w]["sense_counts"].items()) for w in
-                                 frame["word"]]  # fmt: skip
-    return frame.drop(columns=["layer_index"])
+    layers = pd.DataFrame({
+        "word": frame["word"], "layer": frame["layer"], "accuracy": frame["accuracy"],
+        "95 % interval": [f"{low:.2f}–{high:.2f}" for low, high in zip(frame["low"], frame["high"], strict=True)],
+    })  # fmt: skip
+    words = pd.DataFrame({
+        "word": [r["word"] for r in results],
+        "instances": [f"{r['instances']:,} of {r.get('available', r['instances']):,}" for r in results],
+        "majority share": [r["majority_share"] for r in results],
+        "word form alone": [r["word_form_accuracy"] for r in results],
+    })  # fmt: skip
+    senses = " · ".join(
+        f"{r['word']}: " + ", ".join(f"{s} {c:,}" for s, c in r["sense_counts"].items()) for r in results
+    )
+    return layers, words, senses
 
 
 def open_in_explorer(word: str, layer: int, sample: list[dict]) -> None:
