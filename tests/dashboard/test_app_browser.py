@@ -258,7 +258,7 @@ def test_the_session_keeps_its_place_across_pages(app_page):
     page.wait_for(".st-key-attention_chart .js-plotly-plot")
     alerts = " ".join(e.text for e in page.driver.find_elements(By.CSS_SELECTOR, "[data-testid='stAlert']"))
     assert "''" not in alerts  # markdown typed is shown as typed, never rendered
-    open_from_sidebar(page, "Home")
+    open_from_sidebar(page, "Layer weights")
     open_from_sidebar(page, "CoVe attention")
     assert word_value(page, "attention_sentence") == "A **dog** runs ."
     open_from_sidebar(page, "Sense explorer")
