@@ -80,7 +80,7 @@ def occurrence_layers(kind: str, model: str, digest: str, records, pairs, confir
     once it has taken more than ``PROGRESS_AFTER_S``. With ``confirm`` (a button key), an embedding of
     more than ``LARGE_EMBEDDING`` sentences first says how long it will take and waits for the button."""
     store = occurrence_store(kind, model, digest, records)
-    if confirm is not None:
+    if confirm is not None and not st.session_state.get(confirm):  # not in the run the button started
         estimate = embedding_estimate(store, pairs)
         if estimate is not None:
             st.info(f"Embedding with {kind} takes {estimate}; the vectors are then kept for every page.")

@@ -12,6 +12,10 @@ Contract of ``bind(key, name, default, options)``, called just before widget ``k
   or ``default`` when the session has none or it is not among ``options``, and nothing is written (so a
   page whose options lack a value another page chose does not overwrite that choice).
 
+Either way the value is assigned through the Session State API, so that the browser is sent it: after a
+run that ended early (``st.stop()``, e.g. before a large embedding) Streamlit keeps a widget's state while
+the browser has dropped the widget, which would otherwise come back showing its first option.
+
 Names shared by pages (``WORD``, ``SOURCE``, ``ENCODER``, ``LAYER`` ...) are one value for all of them:
 the word typed in the Sense explorer is the word of Compare models, the layer chosen under ELMo
 (LSTM-1, position 1) is the layer under CoVe (CoVe-1) and back. A name may be any hashable, e.g.
@@ -64,6 +68,7 @@ def bind(key: str, name: Hashable | None = None, default: Any = None, options: S
         value = st.session_state[key]
         if shown.get(key, MISSING) != value:
             store[name] = value
+        st.session_state[key] = value  # sent to the browser again: see below
     else:
         value = store.get(name, MISSING)
         if value is MISSING or (options is not None and value not in options):

@@ -312,6 +312,11 @@ def test_the_selection_is_visible_on_4333_and_on_20000_occurrences(app_page, tmp
         open_large_corpus(page, path, at_most)
         title = page.driver.find_element(By.CSS_SELECTOR, f"{CONTEXTUAL_CHART} .gtitle").text
         assert f": {count} occurrences" in title
+        main = page.driver.find_element(By.CSS_SELECTOR, "[data-testid='stMain']").text
+        assert "on this machine" not in main and not page._css(".st-key-sense_embed button")  # said, then gone
+        # the widgets show what the chart uses, although the run before (the estimate) stopped before them
+        assert selected_text(page, "sense_layer") == "LSTM-2" and title.startswith("LSTM-2")
+        assert page._css(".st-key-sense_auto_k input")[0].is_selected()
         assert magenta(selection_colour(page.driver, CONTEXTUAL_CHART)), f"the selected star is hidden on {count}"
         problems = [p for p in layout_problems(page.driver) if "sense_chart" in p]
         assert problems == [], problems  # the legend below the plot, the plot the chart's width
