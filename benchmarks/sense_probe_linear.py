@@ -50,7 +50,7 @@ def accuracy_by_form(
     vectors: np.ndarray, senses: np.ndarray, forms: np.ndarray
 ) -> dict[str, tuple[int, float, list[float]]]:
     """Word form -> (instances, MFS accuracy, nearest-centroid accuracy per layer) on those instances."""
-    mfs_predicted, layer_predicted, _ = centroid_predictions(vectors, senses)
+    mfs_predicted, layer_predicted = centroid_predictions(vectors, senses)
     table = {}
     for form in sorted(set(forms), key=lambda f: -(forms == f).sum()):
         rows = forms == form

@@ -2,7 +2,10 @@
 
 Serves ``app/Home.py`` on 127.0.0.1, opens each page, does what a user would (types a word, clicks a
 point, presses a button), waits for what must be drawn (never a fixed sleep alone) and saves
-``docs/dashboard_<name>.png``.
+``docs/dashboard_<name>.png`` in a 1280 px window and, for the main pages, ``docs/dashboard_<name>_800.png``
+in an 800 px one. Each page is checked as it is saved (``browser.layout_problems``: nothing runs out of
+the window, no label, option, select box or table is cut, titles clear of the toolbar, legends below
+the plots); the script lists what it found and exits with status 1 if anything.
 
     python docs/make_screenshots.py [--elmo-model DIR] [--cove-model DIR] [--pipeline DIR] [--sense-data DIR]
 
@@ -25,7 +28,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # the browser harness the tests use (no
 import browser  # noqa: E402
 
 DOCS = ROOT / "docs"
-WIDTH = 1500
+WIDTHS = (1280, 800)
+NARROW = {"home", "sense_explorer", "sense_explorer_hard", "layer_probe", "compare_models", "cove_attention",
+          "layer_weights"}  # fmt: skip  # also at 800 px
 
 
 def demo_explorer(page: browser.Page) -> None:
@@ -75,13 +80,14 @@ def probe_to_explorer(page: browser.Page) -> None:
 
 
 def hard_explorer(page: browser.Page) -> None:
-    """Senseval 'hard' (4,333 occurrences; the first JSONL file), coloured by word form: hard / harder /
-    hardest, with the type-level layer as one point per form."""
+    """Senseval 'hard' (4,333 occurrences; the first JSONL file): the estimate, then the embedding; the
+    selected occurrence (#0) and its 10 neighbours drawn above the faded cloud, coloured by sense."""
     page.open("Sense_explorer")
     page.choose_radio("sense_source", "Sense-labelled JSONL")
+    if page._css(".st-key-sense_embed button"):  # not yet embedded in this server: the estimate, then the button
+        page.wait_for_text("on this machine", within="[data-testid='stMain']")
+        page.press("Embed ")
     page.wait_for(".st-key-sense_chart .js-plotly-plot .legend", timeout_factor=4)
-    page.choose_radio("sense_color", "form")
-    page.wait_for_text("harder", within=".st-key-sense_chart")
 
 
 def pasted_text_explorer(page: browser.Page) -> None:
@@ -177,17 +183,25 @@ def main() -> None:
     }
     if args.pipeline:
         env[PIPELINE_ENV] = os.pathsep.join(str(path.resolve()) for path in args.pipeline)
+    problems = []
     with browser.served_app(ROOT / "app" / "Home.py", env=env) as (url, _server):
-        with browser.headless_chromium(width=WIDTH, height=1000) as driver:
-            for name, steps in SHOTS:
-                if args.only and name not in args.only:
-                    continue
-                page = browser.Page(driver, url, args.timeout)
-                start = time.perf_counter()
-                steps(page)
-                out = DOCS / f"dashboard_{name}.png"
-                page.full_screenshot(out)
-                print(f"saved {out.relative_to(ROOT)} ({time.perf_counter() - start:.1f} s)")
+        for width in WIDTHS:
+            with browser.headless_chromium(width=width, height=1000) as driver:
+                for name, steps in SHOTS:
+                    if (args.only and name not in args.only) or (width != WIDTHS[0] and name not in NARROW):
+                        continue
+                    page = browser.Page(driver, url, args.timeout)
+                    start = time.perf_counter()
+                    steps(page)
+                    found = browser.layout_problems(driver)
+                    problems += [f"{name} at {width} px: {problem}" for problem in found]
+                    out = DOCS / f"dashboard_{name}{'' if width == WIDTHS[0] else f'_{width}'}.png"
+                    page.full_screenshot(out)
+                    print(f"saved {out.relative_to(ROOT)} ({time.perf_counter() - start:.1f} s)"
+                          + (f"; {len(found)} layout problem(s)" if found else ""))  # fmt: skip
+    print("\n".join(problems) or "no layout problems at " + " or ".join(f"{w} px" for w in WIDTHS))
+    if problems:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

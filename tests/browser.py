@@ -116,9 +116,11 @@ class Page:
         self.driver, self.url, self.timeout = driver, url, timeout
 
     def _wait(self, condition, timeout: float | None = None, message: str = ""):
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        return WebDriverWait(self.driver, timeout or self.timeout).until(condition, message)
+        wait = WebDriverWait(self.driver, timeout or self.timeout, ignored_exceptions=(StaleElementReferenceException,))
+        return wait.until(condition, message)  # an element redrawn by a rerun is looked up again
 
     def _css(self, selector: str):
         from selenium.webdriver.common.by import By
@@ -217,3 +219,90 @@ class Page:
         time.sleep(0.5)  # plotly redraws on resize
         self.settle(0.5)
         self.driver.save_screenshot(str(out))
+
+
+LAYOUT_PROBLEMS = """
+const out = [];
+const width = document.documentElement.clientWidth, page = document.documentElement.scrollWidth;
+if (page > width + 1) out.push(`the page scrolls sideways (${page} > ${width} px)`);
+const name = (el) => {
+  const keyed = el.closest('[class*="st-key-"]');
+  const match = keyed ? keyed.className.match(/st-key-[\\w-]+/) : null;
+  return match ? match[0] : (el.dataset.testid || el.tagName);
+};
+for (const el of document.querySelectorAll('[data-testid="stElementContainer"]')) {
+  const r = el.getBoundingClientRect();
+  if (r.width > 0 && (r.right > width + 1 || r.left < -1)) out.push(`${name(el)} runs out of the window`);
+}
+for (const p of document.querySelectorAll('[data-testid="stRadio"] label p, [data-testid="stWidgetLabel"] p')) {
+  const words = p.textContent.trim().split(/\\s+/).length;
+  const broken = p.getClientRects().length > words || p.scrollWidth > p.clientWidth + 1;
+  if (broken) out.push(`label cut or broken: ${p.textContent}`);
+}
+for (const p of document.querySelectorAll('[data-testid="stRadio"] [role="radiogroup"] label p')) {
+  const line = parseFloat(getComputedStyle(p).lineHeight) || 20;
+  if (p.getBoundingClientRect().height > 1.8 * line) out.push(`radio option on two lines: ${p.textContent}`);
+}
+for (const box of document.querySelectorAll('[data-testid="stSelectbox"] [data-baseweb="select"] div')) {
+  const cut = box.children.length === 0 && box.textContent.trim() && box.scrollWidth > box.clientWidth + 1;
+  if (cut) out.push(`select box cut: ${box.textContent}`);
+}
+for (const table of document.querySelectorAll('[data-testid="stDataFrame"]')) {
+  const scroller = table.querySelector('.dvn-scroller');
+  const cut = scroller && scroller.scrollWidth > scroller.clientWidth + 1;
+  if (cut) out.push(`${name(table)} is cut (${scroller.scrollWidth} > ${scroller.clientWidth} px)`);
+}
+for (const kwic of document.querySelectorAll('table.kwic')) {
+  const column = kwic.parentElement.getBoundingClientRect();
+  if (kwic.getBoundingClientRect().right > column.right + 1) out.push('a KWIC table is wider than its column');
+}
+for (const chart of document.querySelectorAll('.js-plotly-plot')) {
+  const box = chart.getBoundingClientRect();
+  const title = chart.querySelector('.gtitle');
+  if (title && title.getBoundingClientRect().top - box.top < 30) out.push(`${name(chart)}: title under the toolbar`);
+  const legend = chart.querySelector('.legend'), plot = chart.querySelector('.nsewdrag');
+  if (legend && plot && chart._fullLayout.showlegend) {
+    const l = legend.getBoundingClientRect(), p = plot.getBoundingClientRect();
+    if (l.top < p.bottom - 1) out.push(`${name(chart)}: its legend is not below the plot`);
+    const share = Math.round(100 * p.width / box.width);
+    const single = chart.querySelectorAll('.nsewdrag').length === 1;
+    if (single && share < 75) out.push(`${name(chart)}: the plot takes ${share} % of the chart's width`);
+  }
+}
+return out;
+"""
+
+SELECTION_PIXEL = """
+const chart = document.querySelector(arguments[0]);
+chart.scrollIntoView({block: 'center'});
+const data = chart._fullData, layout = chart._fullLayout;
+const star = data.find(t => (t.name || '').startsWith('selected #'));
+if (!star) return null;
+const box = chart.getBoundingClientRect();
+const x = layout.xaxis._offset + layout.xaxis.l2p(star.x[0]), y = layout.yaxis._offset + layout.yaxis.l2p(star.y[0]);
+return [box.left + x, box.top + y];
+"""
+
+
+def layout_problems(driver) -> list[str]:
+    """What does not fit the window: the page scrolling sideways, an element out of the window, a label,
+    radio option or select box cut or broken, a table cut, a KWIC table wider than its column, a chart
+    title under the toolbar, a legend beside the plot instead of below it."""
+    return driver.execute_script(LAYOUT_PROBLEMS)
+
+
+def selection_colour(driver, chart: str, radius: int = 3) -> list[tuple[int, int, int]]:
+    """The screen's colours around the centre of the selected occurrence's star in ``chart`` (a CSS
+    selector of the plot): what is drawn on top there."""
+    import io
+
+    from PIL import Image
+
+    centre = driver.execute_script(SELECTION_PIXEL, chart)
+    if centre is None:
+        return []
+    time.sleep(0.5)  # scrolled: let WebGL redraw
+    image = Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("RGB")
+    scale = image.width / driver.execute_script("return window.innerWidth")
+    x, y = (round(v * scale) for v in centre)
+    return [image.getpixel((x + dx, y + dy)) for dx in range(-radius, radius + 1) for dy in range(-radius, radius + 1)]

@@ -28,11 +28,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..text_files import read_json
+from .chart_layout import PLAIN_MARGIN
 
 TICK_FONT = {"size": 15, "color": "#111"}
 FLAG_COLOR = "#D55E00"  # Okabe-Ito vermillion: out-of-vocabulary and <unk>
 BAR_COLOR = "#0072B2"  # Okabe-Ito blue
 UNATTENDED_COLOR = "#E69F00"  # Okabe-Ito orange: no target row's argmax
+UNATTENDED_NAME = "no German token attends to it most"
+UNATTENDED_MARK_HEIGHT = 0.4  # the mark above its bar (and its value), as a share of the coverage axis
 BUNDLED_ATTENTION_CHECK = (  # benchmarks/attention_alignment.py on the bundled model (benchmarks/history/cove.md)
     "On 1,014 Multi30k validation captions, for 1,411 German words from a small list of unambiguous caption nouns "
     "and colours, the most-attended English word was the word being translated 91.9 % of the time, the word next "
@@ -116,7 +119,8 @@ def attention_figure(
     """Heatmap (data[0]) with the source coverage as bars above it (data[1]) and each target row's
     largest weight as bars beside it (data[2], its entropy on hover and as text); out-of-vocabulary
     source words and ``<unk>`` target words in vermillion, marked ⚠; coverage bars of source words
-    that are no row's argmax in orange."""
+    that are no row's argmax in orange, with an orange ▼ above each (data[3], ``UNATTENDED_NAME``), visible
+    on a bar of height zero."""
     alpha = check_shape(source_tokens, target_tokens, alpha)
     # repeated tokens must stay separate columns/rows: label axes by position, show the words as ticks
     columns = list(range(len(source_tokens)))
@@ -177,6 +181,29 @@ def attention_figure(
         row=2,
         col=2,
     )
+    top = max(1.2, float(covered.max()) * 1.25)  # the coverage axis
+    if missed:  # a mark above each such bar: the bar itself is often too short to show its colour
+        marked = sorted(missed)
+        fig.add_trace(
+            go.Scatter(
+                x=marked,
+                y=[float(covered[j]) + UNATTENDED_MARK_HEIGHT * top for j in marked],
+                mode="markers",
+                marker={
+                    "symbol": "triangle-down",
+                    "size": 13,
+                    "color": UNATTENDED_COLOR,
+                    "line": {"color": "#111", "width": 1},
+                },
+                customdata=[source_tokens[j] for j in marked],
+                hovertemplate="%{customdata}: no German token attends to it most<extra></extra>",
+                name=UNATTENDED_NAME,
+                showlegend=False,
+                cliponaxis=False,
+            ),  # fmt: skip
+            row=1,
+            col=1,
+        )
     cell = 30
     source_ticks = [_tick(s, j in unknown_source, "⚠ OOV") for j, s in enumerate(source_tokens)]
     target_ticks = [_tick(t, i in unknown_target, "⚠ <unk>") for i, t in enumerate(target_tokens)]
@@ -194,14 +221,14 @@ def attention_figure(
     )
     fig.update_yaxes(
         title={"text": "coverage Σα", "font": {"size": 12, "color": "#111"}},
-        range=[0, max(1.2, float(covered.max()) * 1.25)],
+        range=[0, top],
         tickfont={"size": 12, "color": "#111"},
         row=1,
         col=1,
     )
     fig.update_layout(
         height=max(420, 260 + cell * len(target_tokens)),
-        margin={"l": 10, "r": 10, "t": 20, "b": 10},
+        margin={"l": 10, "r": 10, "t": PLAIN_MARGIN, "b": 10},  # the coverage bars below the toolbar's row
         plot_bgcolor="white",
     )
     return fig

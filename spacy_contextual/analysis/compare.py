@@ -9,6 +9,8 @@ point sits in about the same place in both when the models agree.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 
@@ -59,3 +61,23 @@ def aligned_projections(vectors_a: np.ndarray, vectors_b: np.ndarray) -> tuple[P
     first, second = project(vectors_a, "pca"), project(vectors_b, "pca")
     aligned = align(second.coords, first.coords)
     return first, Projection(aligned, ("A's PC1 (B's PCA rotated onto A)", "A's PC2 (B's PCA rotated onto A)"))
+
+
+def change_html(change: pd.DataFrame) -> str:
+    """``neighbour_change`` rows as an HTML table whose text cells wrap, so that it fits any column
+    width (a data grid of three KWIC columns would be cut in a narrow window); every text is escaped."""
+    rows = "".join(
+        f"<tr><td>#{row.occurrence}</td><td class='overlap'>{row.overlap:.2f}</td>"
+        f"<td>{html.escape(str(row.sense or ''))}</td><td>{html.escape(row.context)}</td>"
+        f"<td>{html.escape(row.nearest_a)}</td><td>{html.escape(row.nearest_b)}</td></tr>"
+        for row in change.rename(columns={"nearest in A": "nearest_a", "nearest in B": "nearest_b"}).itertuples()
+    )
+    style = (
+        "<style>.change{border-collapse:collapse;width:100%;font-size:13px;line-height:1.35}"
+        ".change th,.change td{border-bottom:1px solid #ddd;padding:3px 5px;text-align:left;vertical-align:top;"
+        "overflow-wrap:anywhere}.change .overlap{text-align:right;font-variant-numeric:tabular-nums}</style>"
+    )
+    header = (
+        "<tr><th>#</th><th>overlap</th><th>sense</th><th>context</th><th>nearest in A</th><th>nearest in B</th></tr>"
+    )
+    return f"{style}<table class='change'>{header}{rows}</table>"

@@ -22,6 +22,7 @@ from ..layers.layer_mix import layer_weights
 from ..locations import ASSETS
 from ..text_files import is_dir, read_json
 from ..writer import atomic_file
+from .chart_layout import chart_layout
 from .occurrences import InputError
 from .palette import CATEGORY_COLORS
 
@@ -126,7 +127,7 @@ def example_mixes() -> tuple[pd.DataFrame, dict]:
 
 def layer_weights_figure(mixes: pd.DataFrame) -> go.Figure:
     """One panel of softmax(s_j) per encoder kind (bars grouped by layer, one colour per component, the
-    dashed line at 1/L), and one panel of γ."""
+    dashed line at 1/L), and one panel of γ (its labels slanted); the legend below (``chart_layout``)."""
     if mixes.empty:
         raise ValueError("no layer mixes to draw: the pipeline has no listener components")
     kinds = list(dict.fromkeys(mixes["encoder"]))
@@ -183,8 +184,8 @@ def layer_weights_figure(mixes: pd.DataFrame) -> go.Figure:
             row=1,
             col=len(kinds) + 1,
         )
-    fig.update_xaxes(tickangle=0, tickfont={"size": 12, "color": "#111"}, row=1, col=len(kinds) + 1)
-    fig.update_layout(
-        barmode="group", height=440, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend_title_text="component"
-    )
+    # the γ panel is narrow: its component names are slanted so that they never run together
+    fig.update_xaxes(tickangle=-40, automargin=True, tickfont={"size": 12, "color": "#111"}, row=1, col=len(kinds) + 1)
+    fig.update_layout(barmode="group", **chart_layout(440, legend_title="component"))
+    fig.update_layout(margin={"t": 70, "b": 110})  # the panel titles under the toolbar; the slanted γ labels
     return fig

@@ -2,8 +2,11 @@
 keyword-in-context (KWIC) lines: the word in the middle, at most ``KWIC_WIDTH`` characters of context
 on either side, cut between words, so that the hits line up and the table fits a half-width column
 (its cells never wrap; what does not fit is cut with "…" at a word boundary). With gold senses,
-precision@k is the share of the k neighbours that have the query's sense, shown beside the share of
-the query's sense among all occurrences (what random neighbours would score)."""
+precision@k is the share of the k neighbours that have the query's sense, shown beside what k random
+other occurrences would score: (n_s - 1) / (n - 1), n_s occurrences of the query's sense among n, the
+query itself left out on both sides. Ties are reported as ties: when the k-th cosine equals the cosine
+of an occurrence left out of the k (a type-level layer gives every occurrence of a form the same
+vector), which k are "nearest" is an arbitrary tie-break, so precision@k is not defined."""
 
 from __future__ import annotations
 
@@ -14,20 +17,30 @@ import pandas as pd
 
 from .projection import normalize_rows
 
-KWIC_WIDTH = 24  # characters of context either side
+KWIC_WIDTH = 80  # characters of context either side at most: the column shows as many words as fit
 SENSE_WIDTH = 14  # characters of a sense label
+TIE_TOLERANCE = 1e-6  # cosines closer than this are equal (float32 rounding of identical vectors)
 
 
 def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> pd.DataFrame:
-    """The ``k`` occurrences most cosine-similar to occurrence ``index`` (itself excluded):
-    columns ``occurrence`` and ``similarity``, most similar first."""
+    """The ``k`` occurrences most cosine-similar to occurrence ``index`` (itself excluded): columns
+    ``occurrence``, ``similarity`` (most similar first) and ``tied`` (its cosine equals that of an
+    occurrence outside the k); ``attrs["tied_outside"]``: how many occurrences outside tie with the k-th."""
     if not 0 <= index < len(vectors):
         raise IndexError(f"occurrence {index} does not exist: there are {len(vectors)}")
     unit = normalize_rows(np.asarray(vectors, dtype=np.float32))
     similarity = unit @ unit[index]
     similarity[index] = -np.inf
-    nearest = np.argsort(-similarity, kind="stable")[: min(k, len(vectors) - 1)]
-    return pd.DataFrame({"occurrence": nearest, "similarity": similarity[nearest].astype(float)})
+    order = np.argsort(-similarity, kind="stable")[: len(vectors) - 1]  # the query (-inf) left out
+    nearest, outside = order[:k], order[k:]
+    tied = np.zeros(len(nearest), dtype=bool)
+    tied_outside = 0
+    if len(outside):
+        tied = similarity[nearest] - similarity[outside[0]] <= TIE_TOLERANCE
+        tied_outside = int((similarity[nearest[-1]] - similarity[outside] <= TIE_TOLERANCE).sum()) if tied.any() else 0
+    table = pd.DataFrame({"occurrence": nearest, "similarity": similarity[nearest].astype(float), "tied": tied})
+    table.attrs["tied_outside"] = tied_outside
+    return table
 
 
 def fit_words(words: list[str], width: int) -> str:
@@ -63,18 +76,33 @@ def neighbour_table(
     return table
 
 
-def sense_share(occurrences: pd.DataFrame, sense) -> float | None:
-    """The share of all occurrences with ``sense``: what precision@k of random neighbours would be."""
-    if sense is None or pd.isna(sense):
+def chance_precision(occurrences: pd.DataFrame, index: int) -> float | None:
+    """What precision@k of k random other occurrences is on average: (n_s - 1) / (n - 1) for the query
+    ``index`` of sense s (itself left out); None without a gold sense or another occurrence."""
+    sense = occurrences["sense"].iloc[index]
+    if sense is None or pd.isna(sense) or len(occurrences) < 2:
         return None
-    return float((occurrences["sense"] == sense).mean())
+    return float(((occurrences["sense"] == sense).sum() - 1) / (len(occurrences) - 1))
 
 
 def precision_at_k(table: pd.DataFrame, query_sense) -> float | None:
-    """Share of the neighbours with the query's gold sense; None without a gold sense."""
-    if query_sense is None or pd.isna(query_sense) or table.empty:
+    """Share of the neighbours with the query's gold sense; None without a gold sense, or when the k
+    nearest are not defined (``tie_note``)."""
+    if query_sense is None or pd.isna(query_sense) or table.empty or table["tied"].any():
         return None
     return float(table["same_sense"].mean())
+
+
+def tie_note(table: pd.DataFrame) -> str | None:
+    """ "7 of the 10 nearest tie (cosine 1.000) with 12 occurrences left out: ...", or None."""
+    if table.empty or not table["tied"].any():
+        return None
+    tied = int(table["tied"].sum())
+    return (
+        f"{tied} of the {len(table)} nearest tie (cosine {table['similarity'].iloc[-1]:.3f}) with "
+        f"{table.attrs.get('tied_outside', 0):,} occurrences left out: which of them count as nearest is an "
+        f"arbitrary tie-break, so precision@{len(table)} is not defined here."
+    )
 
 
 def _words(text: str, nearest_first: bool = False) -> str:
@@ -85,10 +113,11 @@ def _words(text: str, nearest_first: bool = False) -> str:
 
 
 def kwic_html(table: pd.DataFrame, query_sense=None) -> str:
-    """The hits as one aligned monospace line each: rank, cosine, the sense (✓ when it is the query's),
-    the left context right-aligned, the word in bold, the right context. The table takes the width of
-    its column; each context is a one-line flex box of word spans that wraps onto a hidden second line,
-    so a narrow column drops whole words far from the keyword and never cuts one. Every text is escaped."""
+    """The hits as one aligned monospace line each: rank ("=" for a tie with occurrences left out),
+    cosine, the sense (✓ when it is the query's), the left context right-aligned, the word in bold, the
+    right context. The table takes the width of its column; each context is a one-line flex box of word
+    spans that wraps onto a hidden second line, so a narrow column drops whole words far from the
+    keyword and never cuts one. Every text is escaped."""
     has_sense = "sense" in table and table["sense"].notna().any()
     rows = []
     for rank, hit in enumerate(table.itertuples(index=False), start=1):
@@ -99,7 +128,8 @@ def kwic_html(table: pd.DataFrame, query_sense=None) -> str:
             label = label if len(label) <= SENSE_WIDTH else label[: SENSE_WIDTH - 1] + "…"
             sense = f"<td class='sense' title='{html.escape(str(hit.sense or ''))}'>{mark}{html.escape(label)}</td>"
         rows.append(
-            f"<tr><td class='rank'>{rank}</td><td class='sim'>{hit.similarity:.3f}</td>{sense}"
+            f"<tr><td class='rank'>{'=' if getattr(hit, 'tied', False) else rank}</td>"
+            f"<td class='sim'>{hit.similarity:.3f}</td>{sense}"
             f"<td><div class='left'>{_words(hit.left, nearest_first=True)}</div></td>"
             f"<td class='word'>{html.escape(hit.word)}</td><td><div class='right'>{_words(hit.right)}</div></td></tr>"
         )

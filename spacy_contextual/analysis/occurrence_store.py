@@ -2,11 +2,16 @@
 every view of that (encoder, corpus): the explorer, the probe and the comparison ask for the
 (record, position) pairs they need, and only the sentences that hold a pair not seen before are embedded,
 ``CHUNK_SENTENCES`` at a time, with ``progress(done, total)`` called after each chunk (so a page can
-show a count). The store keeps one (n_layers, dim) float32 array per pair, never whole sentences."""
+show a count). The store keeps one (n_layers, dim) float32 array per pair, never whole sentences.
+
+It also times what it embeds, so that a page can say how long an embedding will take before it starts:
+``rate`` = sentences embedded / seconds spent embedding them (this encoder, this corpus, this machine);
+``calibrate`` embeds the first chunk of what is missing (kept, like any other) to measure it."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -22,6 +27,23 @@ class OccurrenceStore:
         self.embed, self.records = embed, records
         self.vectors: dict[tuple[int, int], np.ndarray] = {}
         self.lock = threading.Lock()  # Streamlit runs sessions in threads; one embedding at a time
+        self.sentences_timed, self.seconds = 0, 0.0
+
+    @property
+    def rate(self) -> float | None:
+        """Sentences per second measured so far; None before anything was embedded."""
+        return self.sentences_timed / self.seconds if self.sentences_timed and self.seconds > 0 else None
+
+    def calibrate(self, pairs: Sequence[tuple[int, int]]) -> float | None:
+        """Embed the first ``CHUNK_SENTENCES`` of the sentences ``pairs`` still need (once), for ``rate``."""
+        first = set(self.missing_sentences(pairs)[:CHUNK_SENTENCES])
+        self.layers([(r, p) for r, p in pairs if int(r) in first])
+        return self.rate
+
+    def estimate_seconds(self, pairs: Sequence[tuple[int, int]]) -> float | None:
+        """How long embedding what ``pairs`` still need takes at the measured ``rate``."""
+        rate = self.rate
+        return len(self.missing_sentences(pairs)) / rate if rate else None
 
     def missing_sentences(self, pairs: Sequence[tuple[int, int]]) -> list[int]:
         """The records that must still be embedded for ``pairs``, in corpus order."""
@@ -37,7 +59,10 @@ class OccurrenceStore:
                 wanted.setdefault(record, []).append(position)
             for start in range(0, len(todo), CHUNK_SENTENCES):
                 chunk = todo[start : start + CHUNK_SENTENCES]
+                started = time.perf_counter()
                 arrays = self.embed([list(self.records[r]["tokens"]) for r in chunk])
+                self.seconds += time.perf_counter() - started
+                self.sentences_timed += len(chunk)
                 for record, array in zip(chunk, arrays, strict=True):
                     for position in wanted[record]:
                         self.vectors[record, position] = np.asarray(array[:, position], dtype=np.float32)

@@ -7,6 +7,7 @@ OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "
 CATEGORY_COLORS = OKABE_ITO[:7] + ["#999999"]  # categories; black is kept for the marks
 BASELINE_COLOR = "#BBBBBB"
 MARK_COLOR, HALO_COLOR = "#000000", "#FFFFFF"
+SELECTED_COLOR = "#FF00FF"  # the selected occurrence: magenta, a colour that no category has
 
 
 def text_color(background: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from .chart_layout import chart_layout
 from .palette import BASELINE_COLOR, CATEGORY_COLORS, text_color
 from .sense_probe import layer_heading
 
@@ -79,9 +80,7 @@ def probe_figure(results: list[dict]) -> go.Figure:
         barmode="group",
         yaxis={"title": "accuracy (stratified 5-fold CV, 95 % bootstrap interval)", "range": [0, 1.05]},
         xaxis={"tickfont": {"size": 14, "color": "#111"}},
-        height=460,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend_title_text="layer",
         clickmode="event+select",
+        **chart_layout(500, legend_title="layer"),
     )
     return fig

@@ -3,15 +3,18 @@
 * ``sense_scatter``: one point per occurrence, coloured (Okabe-Ito, colour-blind safe) by gold sense,
   cluster or word form, the sentence (around the word) on hover, the occurrence index as ``customdata``
   so that a clicked point can be traced back; the selected occurrence (a star) and its k nearest
-  neighbours (black rings on a white halo, visible on any colour and in dense plots) drawn on top, or
-  the neighbours split into groups (``marks``: shared / gained / lost between two models); the axes
-  titled (PCA: with the share of variance) and, when given, set to a range shared with another chart.
+  neighbours (black rings on a white halo, visible on any colour) drawn above the cloud at any size:
+  they are the last traces and of the cloud's own kind (plotly draws every WebGL trace above every SVG
+  one, so SVG marks on a WebGL cloud would lie under it), and a cloud of more than ``FADE_ABOVE``
+  points fades while something is selected; or the neighbours split into groups (``marks``: shared /
+  gained / lost between two models); the axes titled (PCA: with the share of variance) and, when
+  given, set to a range shared with another chart; the legend below (``chart_layout``).
 * ``word_form_frame`` / ``word_form_figure``: a type-level layer (char-CNN, GloVe) gives every
   occurrence of a word form the same vector, so it is drawn as one labelled point per distinct
   vector, sized and labelled by its count, with its senses on hover; ``label_positions`` puts each
   label where it overlaps no other label or point.
-* ``small_multiples``: the same occurrences in every layer and a mix, side by side, each panel titled
-  with its score and baseline, the selection and its neighbours in that layer marked in each.
+* ``small_multiples``: the same occurrences in every layer and a mix, two panels a row, each titled
+  with its layer, the selection and its neighbours in that layer marked in each.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .palette import CATEGORY_COLORS, HALO_COLOR, MARK_COLOR
+from .chart_layout import PLAIN_MARGIN, chart_layout
+from .palette import CATEGORY_COLORS, HALO_COLOR, MARK_COLOR, SELECTED_COLOR
 from .projection import Projection, project
 
 HOVER_CONTEXT = 8  # tokens either side of the word
@@ -32,6 +36,9 @@ PALETTE = CATEGORY_COLORS
 COLOR_OPTIONS = ("sense", "cluster", "form")
 SELECTED_NAME, NEIGHBOURS_NAME = "selected", "nearest neighbours"
 AXIS_FONT = {"size": 13, "color": "#222"}
+WEBGL_ABOVE = 1000  # points: a cloud this large is drawn with WebGL
+FADE_ABOVE = 300  # points: with a selection, a cloud this large fades so that the marks stand out
+CLOUD_OPACITY, FADED_OPACITY = 0.8, 0.25
 
 
 def snippet(tokens: list[str], position: int, context: int = HOVER_CONTEXT) -> str:
@@ -76,9 +83,14 @@ def _hover(frame: pd.DataFrame) -> list:
 HOVER = "%{customdata[1]}<br>sense: %{customdata[2]} · form: %{customdata[3]}<extra>#%{customdata[0]}</extra>"
 
 
+def scatter_kind(points: int):
+    """``go.Scattergl`` for a cloud of more than ``WEBGL_ABOVE`` points, else ``go.Scatter``."""
+    return go.Scattergl if points > WEBGL_ABOVE else go.Scatter
+
+
 def category_traces(frame: pd.DataFrame, color: str, colors: dict, size: float, opacity: float):
-    """One marker trace per value of ``frame[color]`` (WebGL above 1,000 points), hover and customdata set."""
-    scatter = go.Scatter if len(frame) <= 1000 else go.Scattergl
+    """One marker trace per value of ``frame[color]`` (``scatter_kind``), hover and customdata set."""
+    scatter = scatter_kind(len(frame))
     for value, group in frame.groupby(color, sort=True):
         yield scatter(
             x=group["x"],
@@ -102,20 +114,28 @@ def sense_scatter(
     marks: dict[str, list[int]] | None = None,
     axis_range: tuple[list[float], list[float]] | None = None,
 ) -> go.Figure:
-    """``color``: "sense", "cluster" or "form". WebGL above 1,000 points. ``marks`` ({legend name:
-    occurrences}) replaces the one group of ``neighbours``; ``axis_range`` fixes both axes."""
+    """``color``: "sense", "cluster" or "form". WebGL above ``WEBGL_ABOVE`` points. ``marks`` ({legend
+    name: occurrences}) replaces the one group of ``neighbours``; ``axis_range`` fixes both axes."""
     if color not in frame.columns:
         raise ValueError(f"cannot colour by '{color}': the frame has {', '.join(frame.columns)}")
-    fig = go.Figure(list(category_traces(frame, color, color_map(frame[color]), 8 if len(frame) < 1000 else 4, 0.8)))
+    faded = selected is not None and len(frame) > FADE_ABOVE
+    size = 8 if len(frame) <= WEBGL_ABOVE else 5
+    opacity = FADED_OPACITY if faded else CLOUD_OPACITY
+    fig = go.Figure(list(category_traces(frame, color, color_map(frame[color]), size, opacity)))
+    scatter = scatter_kind(len(frame))
     neighbours = list(neighbours)
     groups = marks if marks is not None else {f"{len(neighbours)} {NEIGHBOURS_NAME}": neighbours}
     for (name, members), symbol in zip(groups.items(), MARK_SYMBOLS, strict=False):
         if len(members) == 0:
             continue
-        fig.add_traces(mark_traces(frame.iloc[list(members)], name, symbol, 16))
+        fig.add_traces(mark_traces(frame.iloc[list(members)], name, symbol, 16, scatter))
     if selected is not None:
-        fig.add_trace(selected_trace(frame.iloc[[selected]], f"{SELECTED_NAME} #{selected}", 20))
-    fig.update_layout(legend_title_text=color, clickmode="event+select", **_layout(title, axis_titles, height))
+        fig.add_trace(selected_trace(frame.iloc[[selected]], f"{SELECTED_NAME} #{selected}", 22, scatter))
+    fig.update_layout(clickmode="event+select", **_layout(title, axis_titles, height, color))
+    if faded:
+        fig.add_annotation(text=f"{len(frame):,} points faded: the selection on top", xref="paper", yref="paper",
+                           x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False,
+                           font={"size": 11, "color": "#555"})  # fmt: skip
     if axis_range is not None:
         fig.update_xaxes(range=axis_range[0])
         fig.update_yaxes(range=axis_range[1])
@@ -125,22 +145,26 @@ def sense_scatter(
 MARK_SYMBOLS = ("circle-open", "diamond-open", "x-thin-open")  # neighbours (or shared), gained, lost
 
 
-def mark_traces(points: pd.DataFrame, name: str, symbol: str = "circle-open", size: float = 16) -> list[go.Scatter]:
+def mark_traces(
+    points: pd.DataFrame, name: str, symbol: str = "circle-open", size: float = 16, scatter=go.Scatter
+) -> list:
     """Marks on ``points`` (rows of a point frame) above the categories: a white halo under a black
-    ring, so that they stand out on any colour; the halo is left out of the legend."""
-    halo = {"size": size, "symbol": symbol, "line": {"width": 5.5}, "color": HALO_COLOR}
-    ring = {"size": size, "symbol": symbol, "line": {"width": 2.5}, "color": MARK_COLOR}
+    ring, so that they stand out on any colour; the halo is left out of the legend. ``scatter``: the
+    cloud's own trace kind (``scatter_kind``), so that the marks are drawn above it."""
+    halo = {"size": size, "symbol": symbol, "line": {"width": 5.5, "color": HALO_COLOR}, "color": HALO_COLOR}
+    ring = {"size": size, "symbol": symbol, "line": {"width": 2.5, "color": MARK_COLOR}, "color": MARK_COLOR}
     return [
-        go.Scatter(x=points["x"], y=points["y"], mode="markers", marker=halo, showlegend=False, hoverinfo="skip",
-                   legendgroup=name, name=f"{name} (halo)"),
-        go.Scatter(x=points["x"], y=points["y"], mode="markers", name=name, marker=ring, legendgroup=name,
-                   customdata=_hover(points), hovertemplate=HOVER),
+        scatter(x=points["x"], y=points["y"], mode="markers", marker=halo, showlegend=False, hoverinfo="skip",
+                legendgroup=name, name=f"{name} (halo)"),
+        scatter(x=points["x"], y=points["y"], mode="markers", name=name, marker=ring, legendgroup=name,
+                customdata=_hover(points), hovertemplate=HOVER),
     ]  # fmt: skip
 
 
-def selected_trace(points: pd.DataFrame, name: str, size: float = 20) -> go.Scatter:
-    marker = {"size": size, "symbol": "star", "color": "#F0E442", "line": {"width": 2, "color": MARK_COLOR}}
-    return go.Scatter(
+def selected_trace(points: pd.DataFrame, name: str, size: float = 20, scatter=go.Scatter):
+    """The selected occurrence: a large star in a colour no category has, outlined in black."""
+    marker = {"size": size, "symbol": "star", "color": SELECTED_COLOR, "line": {"width": 2, "color": MARK_COLOR}}
+    return scatter(
         x=points["x"], y=points["y"], mode="markers", name=name, marker=marker, customdata=_hover(points),
         hovertemplate=HOVER,
     )  # fmt: skip
@@ -159,12 +183,10 @@ def shared_range(*frames: pd.DataFrame, pad: float = 0.05) -> tuple[list[float],
     return padded(xs), padded(ys)
 
 
-def _layout(title: str, axis_titles: tuple[str, str], height: int) -> dict:
-    """Title, height, margins and the axes titled in a legible font."""
+def _layout(title: str, axis_titles: tuple[str, str], height: int, legend_title: str = "") -> dict:
+    """``chart_layout`` and the axes titled in a legible font."""
     return {
-        "title": title,
-        "height": height,
-        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+        **chart_layout(height, title, legend_title),
         "xaxis": {"title": {"text": axis_titles[0], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
         "yaxis": {"title": {"text": axis_titles[1], "font": AXIS_FONT}, "tickfont": AXIS_FONT},
     }
@@ -273,40 +295,50 @@ def _word_form_trace(frame: pd.DataFrame, showlegend: bool = False, width: float
     )
 
 
-def small_multiples(panels: list[dict], color: str, height: int = 380) -> go.Figure:
+MULTIPLES_COLUMNS = 2  # panels a row: each keeps half the width, even in an 800 px window
+PANEL_HEIGHT = 300  # px a row of panels
+
+
+def small_multiples(panels: list[dict], color: str) -> go.Figure:
     """``panels``: dicts with "title", "axis_titles" and either "points" (a ``point_frame``) or
     "word_forms" (a ``word_form_frame``), and optionally "selected" (an occurrence) and "neighbours"
-    (its nearest occurrences in that panel's layer), marked as in ``sense_scatter``. Colours are shared
-    by all panels; the legend shows each once."""
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p["title"] for p in panels], horizontal_spacing=0.07)
+    (its nearest occurrences in that panel's layer), marked as in ``sense_scatter``; ``MULTIPLES_COLUMNS``
+    panels a row. Colours are shared by all panels; the legend (below) shows each once."""
+    columns = min(MULTIPLES_COLUMNS, len(panels))
+    rows = -(-len(panels) // columns)
+    fig = make_subplots(
+        rows=rows, cols=columns, subplot_titles=[p["title"] for p in panels], horizontal_spacing=0.1,
+        vertical_spacing=0.5 / rows,
+    )  # fmt: skip
     colors = color_map(pd.concat([p["points"][color] for p in panels if "points" in p]))
     shown = set()
-    panel_width = 1100 / max(len(panels), 1)
-    for column, panel in enumerate(panels, start=1):
+    for number, panel in enumerate(panels):
+        cell = {"row": number // columns + 1, "col": number % columns + 1}
         if "word_forms" in panel:
-            trace = _word_form_trace(panel["word_forms"], width=panel_width, height=height - 120)
-            fig.add_trace(trace, row=1, col=column)
+            fig.add_trace(_word_form_trace(panel["word_forms"], width=400, height=PANEL_HEIGHT - 80), **cell)
         else:
             points = panel["points"]
-            traces = list(category_traces(points, color, colors, 6 if len(points) < 1000 else 3, 0.75))
+            selected = panel.get("selected")
+            faded = selected is not None and len(points) > FADE_ABOVE
+            size = 6 if len(points) <= WEBGL_ABOVE else 3
+            traces = list(category_traces(points, color, colors, size, FADED_OPACITY if faded else 0.75))
+            scatter = scatter_kind(len(points))
             neighbours = list(panel.get("neighbours", ()))
             if neighbours:
-                traces += mark_traces(points.iloc[neighbours], f"{NEIGHBOURS_NAME} (each layer's own)", size=11)
-            if panel.get("selected") is not None:
-                traces.append(selected_trace(points.iloc[[panel["selected"]]], SELECTED_NAME, size=14))
+                name = f"{NEIGHBOURS_NAME} (each layer's own)"
+                traces += mark_traces(points.iloc[neighbours], name, size=11, scatter=scatter)
+            if selected is not None:
+                traces.append(selected_trace(points.iloc[[selected]], SELECTED_NAME, 15, scatter))
             for trace in traces:
                 legend = trace.showlegend is not False and trace.name not in shown
                 trace.update(legendgroup=trace.legendgroup or trace.name, showlegend=legend)
-                fig.add_trace(trace, row=1, col=column)
+                fig.add_trace(trace, **cell)
                 shown.add(trace.name)
-        fig.update_xaxes(title={"text": panel["axis_titles"][0], "font": {"size": 11}}, row=1, col=column)
-        fig.update_yaxes(title={"text": panel["axis_titles"][1], "font": {"size": 11}}, row=1, col=column)
+        fig.update_xaxes(title={"text": panel["axis_titles"][0], "font": {"size": 11}}, **cell)
+        fig.update_yaxes(title={"text": panel["axis_titles"][1], "font": {"size": 11}}, **cell)
     fig.update_annotations(font={"size": 13, "color": "#111"})
-    fig.update_layout(
-        height=height,
-        legend={"orientation": "h", "y": -0.22, "title": {"text": color}},
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
-    )
+    fig.update_layout(**chart_layout(PANEL_HEIGHT * rows + 120, legend_title=color))
+    fig.update_layout(margin={"t": 70})  # the first row's titles, under the toolbar's row
     return fig
 
 
@@ -317,6 +349,6 @@ def silhouette_figure(silhouettes: dict[int, float]) -> go.Figure:
     fig.add_hrect(y0=min(0.0, *silhouettes.values()), y1=0.25, fillcolor="#f4cccc", opacity=0.4, line_width=0)
     fig.add_annotation(x=ks[0], y=0.24, text="below 0.25: no substantial structure", showarrow=False, xanchor="left")
     fig.update_layout(
-        xaxis_title="k", yaxis_title="silhouette", height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10}
+        xaxis_title="k", yaxis_title="silhouette", height=280, margin={"l": 10, "r": 10, "t": PLAIN_MARGIN, "b": 10}
     )
     return fig

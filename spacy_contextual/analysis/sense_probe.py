@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import ContextualError
 from ..text_files import InputFileError, read_jsonl
 from ..types import PathLike
-from .purity import word_form_accuracy
+from .purity import majority_share, word_form_accuracy
 
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
 TYPE_LEVEL_LAYER = 0  # char-CNN / GloVe: one vector per word form
@@ -155,10 +155,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def centroid_predictions(
     vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray, float]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Cross-validated predictions for one word's ``vectors`` (n, layers, dim): the most frequent
-    sense of each instance's training folds (n,), its nearest sense centroid per layer (n, layers),
-    and the majority share of the training folds (the mean over folds of the MFS's share there)."""
+    sense of each instance's training folds (n,) and its nearest sense centroid per layer (n, layers)."""
     n = len(senses)
     if n < folds:
         raise ContextualError(f"{n} instances cannot be split into {folds} folds")
@@ -166,20 +165,18 @@ def centroid_predictions(
     fold = fold_ids(labels, folds, seed)
     mfs_predicted = np.empty(n, dtype=labels.dtype)
     layer_predicted = np.empty((n, vectors.shape[1]), dtype=labels.dtype)
-    shares = []
     for k in range(folds):
         train, test = fold != k, fold == k
         names = sorted(set(labels[train]))
         counts = Counter(labels[train])
         majority = max(names, key=lambda s: (counts[s], -names.index(s)))
         mfs_predicted[test] = majority
-        shares.append(counts[majority] / train.sum())
         centroids = np.stack(
             [vectors[train & (labels == s)].mean(axis=0) for s in names], axis=1
         )  # (layers, senses, dim)
         similarity = np.einsum("nld,lsd->nls", _unit(vectors[test]), _unit(centroids))
         layer_predicted[test] = np.asarray(names)[similarity.argmax(-1)]
-    return mfs_predicted, layer_predicted, float(np.mean(shares))
+    return mfs_predicted, layer_predicted
 
 
 def bootstrap_intervals(correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> np.ndarray:
@@ -217,7 +214,7 @@ def probe_word(
     """Cross-validated MFS and per-layer centroid accuracy for one word's ``vectors`` (n, layers, dim),
     with bootstrap intervals, the layers' names (layer 0 marked type-level) and warnings."""
     labels = np.asarray(senses)
-    mfs_predicted, layer_predicted, majority_share = centroid_predictions(vectors, senses, folds, seed)
+    mfs_predicted, layer_predicted = centroid_predictions(vectors, senses, folds, seed)
     correct = np.column_stack([mfs_predicted == labels, layer_predicted == labels[:, None]])
     intervals = bootstrap_intervals(correct, seed=seed)
     n_layers = vectors.shape[1]
@@ -229,7 +226,7 @@ def probe_word(
         "instances": len(labels),
         "senses": len(counts),
         "sense_counts": dict(sorted(counts.items())),
-        "majority_share": majority_share,
+        "majority_share": majority_share(labels.tolist()),
         "mfs_accuracy": float(correct[:, 0].mean()),
         "mfs_interval": intervals[0].tolist(),
         "layer_accuracy": correct[:, 1:].mean(0).tolist(),

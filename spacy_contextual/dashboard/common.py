@@ -1,8 +1,9 @@
 """What the pages share: page setup, model defaults (bundled models, overridable by environment
 variables), cached model loading, one store of occurrence vectors per (encoder, model, corpus) shared by
-every page (with a progress bar and a count for an embedding that takes more than 2 s), the encoder
-picker, layer names, widget keys that name the context their options come from, widgets that keep
-their values while another page is open, and the links between pages (a click on one chart read back
+every page (an estimate before a large embedding, measured on this machine; a progress bar with a count
+and the time left for an embedding that takes more than 2 s), the encoder
+picker, layer names, widget keys that name the context their options come from (their values kept
+across pages by ``session``), and the links between pages (a click on one chart read back
 before it is redrawn; one page opening another with a state), and the length caps of typed paths and
 words (messages quote at most 80 characters of what was typed: ``errors.quoted``)."""
 
@@ -20,6 +21,7 @@ from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model
 from ..analysis.occurrence_store import OccurrenceStore
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import MIX
+from . import session
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = KINDS
@@ -27,10 +29,25 @@ MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
 MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
 PROGRESS_AFTER_S = 2.0  # an embedding still running after this long shows a progress bar with a count
+LARGE_EMBEDDING = 500  # sentences: an embedding this large says how long it will take before it starts
+
+
+# Every page reads at 800 px: a row of columns that holds a chart wraps (each column at least 400 px) instead of
+# squeezing the chart, options of a radio never break inside a word, the sidebar narrows in a narrow window.
+RESPONSIVE_CSS = """<style>
+[data-testid="stHorizontalBlock"]:has(.stPlotlyChart) { flex-wrap: wrap; }
+[data-testid="stHorizontalBlock"]:has(.stPlotlyChart) > [data-testid="stColumn"] { min-width: min(100%, 400px); }
+[data-testid="stRadio"] [role="radiogroup"] label p { white-space: nowrap; }
+@media (max-width: 960px) {
+  section[data-testid="stSidebar"] { width: 230px !important; min-width: 230px !important; }
+  [data-testid="stMainBlockContainer"] { padding-left: 1rem; padding-right: 1rem; }
+}
+</style>"""
 
 
 def configure_page(title: str = "spacy-contextual") -> None:
     st.set_page_config(page_title=title, page_icon="🔎", layout="wide")
+    st.html(RESPONSIVE_CSS)
 
 
 def default_model(kind: str) -> str:
@@ -58,24 +75,55 @@ def occurrence_store(kind: str, model: str, corpus_digest: str, _records) -> Occ
     return OccurrenceStore(cached_encoder(kind, model).embed_sentences, _records)
 
 
-def occurrence_layers(kind: str, model: str, digest: str, records, pairs) -> np.ndarray:
+def occurrence_layers(kind: str, model: str, digest: str, records, pairs, confirm: str | None = None) -> np.ndarray:
     """(len(pairs), n_layers, dim) from the shared store, embedding what is missing with a progress bar
-    once it has taken more than ``PROGRESS_AFTER_S``."""
+    once it has taken more than ``PROGRESS_AFTER_S``. With ``confirm`` (a button key), an embedding of
+    more than ``LARGE_EMBEDDING`` sentences first says how long it will take and waits for the button."""
     store = occurrence_store(kind, model, digest, records)
+    if confirm is not None and not st.session_state.get(confirm):  # not in the run the button started
+        estimate = embedding_estimate(store, pairs)
+        if estimate is not None:
+            st.info(f"Embedding with {kind} takes {estimate}; the vectors are then kept for every page.")
+            if not st.button(f"Embed {len(store.missing_sentences(pairs)):,} sentences", key=confirm, type="primary"):
+                st.stop()
     return store.layers(pairs, progress=progress_bar(f"Embedding the sentences with {kind}"))
 
 
+def embedding_estimate(store: OccurrenceStore, pairs) -> str | None:
+    """ "about 2 min 20 s for 4,269 sentences on this machine (31 sentences/s measured here)" when more
+    than ``LARGE_EMBEDDING`` sentences are missing (measuring the rate on the first chunk if need be), else None."""
+    if len(store.missing_sentences(pairs)) <= LARGE_EMBEDDING:
+        return None
+    with st.spinner("Timing the encoder on the first sentences…"):
+        rate = store.rate or store.calibrate(pairs)
+    missing = len(store.missing_sentences(pairs))
+    return (
+        f"about {duration(missing / rate)} for {missing:,} sentences on this machine ({rate:.0f} sentences/s, "
+        "measured on this corpus)"
+    )
+
+
+def duration(seconds: float) -> str:
+    """ "40 s", "2 min 20 s": a rough duration, rounded to 10 s above a minute."""
+    if seconds < 60:
+        return f"{max(1, round(seconds))} s"
+    seconds = round(seconds / 10) * 10
+    return f"{seconds // 60:.0f} min {seconds % 60:.0f} s" if seconds % 60 else f"{seconds // 60:.0f} min"
+
+
 def progress_bar(label: str):
-    """A ``progress(done, total)`` callback that draws a bar with a count once ``PROGRESS_AFTER_S``
-    have passed, and removes it when done."""
+    """A ``progress(done, total)`` callback that draws a bar with a count and the time left (at the rate so
+    far) once ``PROGRESS_AFTER_S`` have passed, and removes it when done."""
     start, bar = time.perf_counter(), None
 
     def progress(done: int, total: int) -> None:
         nonlocal bar
-        if bar is None and time.perf_counter() - start > PROGRESS_AFTER_S and done < total:
+        elapsed = time.perf_counter() - start
+        if bar is None and elapsed > PROGRESS_AFTER_S and done < total:
             bar = st.progress(0.0)
         if bar is not None:
-            bar.progress(done / total, text=f"{label}: {done:,} of {total:,} sentences")
+            left = f", about {duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
+            bar.progress(done / total, text=f"{label}: {done:,} of {total:,} sentences{left}")
             if done >= total:
                 bar.empty()
 
@@ -88,17 +136,6 @@ def context_key(name: str, *context) -> str:
     return f"{name}_{hashlib.sha1(repr(context).encode()).hexdigest()[:10]}"
 
 
-def keep_widgets(keys) -> None:
-    """Give the widgets ``keys`` back their values when the page is opened again: Streamlit forgets the
-    state of a widget that a run did not draw, i.e. whenever another page is open. Call it first."""
-    kept = st.session_state.setdefault("_kept_widgets", {})
-    for key in keys:
-        if key in st.session_state:
-            kept[key] = st.session_state[key]
-        elif key in kept:
-            st.session_state[key] = kept[key]
-
-
 def path_input(label: str, **kwargs) -> str:
     """A text input for a path, at most ``MAX_PATH_CHARS`` long."""
     return st.text_input(label, max_chars=MAX_PATH_CHARS, **kwargs)
@@ -109,14 +146,19 @@ def word_input(label: str, **kwargs) -> str:
     return st.text_input(label, max_chars=MAX_WORD_CHARS, **kwargs)
 
 
-def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0) -> tuple[str, str]:
-    """Sidebar widgets: the encoder kind and its model directory."""
+def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared: bool = True) -> tuple[str, str]:
+    """Sidebar widgets: the encoder kind and its model directory; ``shared``: the session's one encoder
+    and model per kind (the Sense explorer and the Layer probe), else this picker's own (Compare's A, B)."""
+    encoder_name = session.ENCODER if shared else f"{key}_encoder"
     with st.sidebar:
-        kind = st.radio(label, ENCODERS, index=kind_index, horizontal=True, key=f"{key}_encoder")
+        kind = st.radio(
+            label, ENCODERS, horizontal=True,
+            key=session.bind(f"{key}_encoder", encoder_name, ENCODERS[kind_index], ENCODERS),
+        )  # fmt: skip
+        model_key = f"{key}_model_{kind}"
         model = path_input(
             f"{label}: model directory" if label != "Encoder" else "Model directory",
-            value=default_model(kind),
-            key=f"{key}_model_{kind}",
+            key=session.bind(model_key, session.model_name(kind) if shared else model_key, default_model(kind)),
             help="'default' = the bundled model; a name from `spacy-contextual models` is downloaded once",
         )
     return kind, model

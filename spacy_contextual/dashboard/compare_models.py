@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ..analysis.compare import aligned_projections, neighbour_change, neighbour_sets
+from ..analysis.compare import aligned_projections, change_html, neighbour_change, neighbour_sets
 from ..analysis.occurrence_store import occurrence_pairs
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.purity import knn_sense_accuracy, majority_share
 from ..analysis.sense_plots import point_frame, sense_scatter, shared_range
 from ..analysis.vectors import layer_options, select_layer
+from . import session
 from .common import (
     clicked_point,
     context_key,
@@ -57,8 +58,8 @@ def render() -> None:
         "onto A's (orthogonal Procrustes), so a point sits in about the same place when both models agree. The "
         "table lists the occurrences whose k nearest neighbours changed most between the models."
     )
-    kind_a, model_a = encoder_picker(f"{KEY}_a", "Model A", kind_index=0)
-    kind_b, model_b = encoder_picker(f"{KEY}_b", "Model B", kind_index=1)
+    kind_a, model_a = encoder_picker(f"{KEY}_a", "Model A", kind_index=0, shared=False)
+    kind_b, model_b = encoder_picker(f"{KEY}_b", "Model B", kind_index=1, shared=False)
     records, digest, source = corpus_picker(KEY)
     word = word_picker(KEY, records, digest, source)
     try:
@@ -68,21 +69,26 @@ def render() -> None:
         st.stop()
     encoder_a, encoder_b = encoder_or_stop(kind_a, model_a), encoder_or_stop(kind_b, model_b)
     pairs = occurrence_pairs(occurrences)
-    layers_a = occurrence_layers(kind_a, model_a, digest, records, pairs)
-    layers_b = occurrence_layers(kind_b, model_b, digest, records, pairs)
+    layers_a = occurrence_layers(kind_a, model_a, digest, records, pairs, confirm=f"{KEY}_embed_a")
+    layers_b = occurrence_layers(kind_b, model_b, digest, records, pairs, confirm=f"{KEY}_embed_b")
 
-    controls = st.columns([1, 1, 1, 1])
+    controls = st.columns(2)
     options_a, options_b = layer_options(layers_a.shape[1]), layer_options(layers_b.shape[1])
-    layer_a = controls[0].selectbox("Layer of A", options_a, index=len(options_a) - 2,
-                                    key=context_key(f"{KEY}_layer_a", kind_a, model_a),
-                                    format_func=lambda j: layer_label(encoder_a.layer_labels, j))  # fmt: skip
-    layer_b = controls[1].selectbox("Layer of B", options_b, index=len(options_b) - 2,
-                                    key=context_key(f"{KEY}_layer_b", kind_b, model_b),
-                                    format_func=lambda j: layer_label(encoder_b.layer_labels, j))  # fmt: skip
-    k = controls[2].slider("Neighbours k", 1, 30, 10, key=f"{KEY}_k")
+    layer_a = controls[0].selectbox(
+        "Layer of A", options_a, format_func=lambda j: layer_label(encoder_a.layer_labels, j),
+        key=session.bind(context_key(f"{KEY}_layer_a", kind_a, model_a), f"{KEY}_layer_a", options_a[-2], options_a),
+    )  # fmt: skip
+    layer_b = controls[1].selectbox(
+        "Layer of B", options_b, format_func=lambda j: layer_label(encoder_b.layer_labels, j),
+        key=session.bind(context_key(f"{KEY}_layer_b", kind_b, model_b), f"{KEY}_layer_b", options_b[-2], options_b),
+    )  # fmt: skip
+    controls = st.columns(2)
+    k = controls[0].slider("Neighbours k", 1, 30, key=session.bind(f"{KEY}_k", default=10))
     has_senses = occurrences["sense"].notna().any()
-    color = controls[3].radio("Colour by", ["sense", "form"] if has_senses else ["form"], horizontal=True,
-                              key=context_key(f"{KEY}_color", digest, word))  # fmt: skip
+    colors = ["sense", "form"] if has_senses else ["form"]
+    color = controls[1].radio("Colour by", colors, horizontal=True,
+                              key=session.bind(context_key(f"{KEY}_color", digest, word), default=colors[0],
+                                               options=colors))  # fmt: skip
     vectors_a, vectors_b = select_layer(layers_a, layer_a), select_layer(layers_b, layer_b)
     senses = tuple(occurrences["sense"].where(occurrences["sense"].notna(), None))
     change, projections, neighbours, accuracy = cached_comparison(vectors_a, vectors_b, k, senses, records, occurrences)
@@ -91,8 +97,8 @@ def render() -> None:
     for chart in (f"{KEY}_chart_a", f"{KEY}_chart_b"):
         clicked = clicked_point(chart)
         follow_click(chart, query_key, None if clicked is None else int(clicked[0]))
-    if query_key not in st.session_state:  # start at the most changed
-        st.session_state[query_key] = int(change["occurrence"].iloc[0])
+    most_changed = int(change["occurrence"].iloc[0])  # where a word nobody chose an occurrence of starts
+    session.bind(query_key, (session.QUERY, digest, word, len(occurrences)), most_changed, range(len(occurrences)))
     query = st.selectbox(
         "Occurrence (click a point in either chart)",
         list(range(len(occurrences))),
@@ -107,6 +113,12 @@ def render() -> None:
             f"{majority_share(list(senses)):.2f})"
         )
     st.markdown(summary)
+    if accuracy is not None:
+        st.caption(
+            "In plain words: **5-NN purity** is how often an occurrence's 5 nearest occurrences mostly share its "
+            "sense; "
+            "the majority sense share is what always guessing the commonest sense scores."
+        )
     marks = neighbour_marks(neighbours[0][query].tolist(), neighbours[1][query].tolist())
     frames = [point_frame(records, occurrences, projection.coords) for projection in projections]
     scale = shared_range(*frames)
@@ -130,11 +142,4 @@ def render() -> None:
         "in B (gained), × only in A (lost), each drawn where that occurrence lies in the chart's own model."
     )
     st.subheader("Occurrences whose neighbours changed most")
-    st.dataframe(
-        change.head(25),
-        hide_index=True,
-        key=f"{KEY}_table",
-        column_config={
-            "overlap": st.column_config.ProgressColumn("overlap", min_value=0.0, max_value=1.0, format="%.2f")
-        },
-    )
+    st.html(change_html(change.head(25)))

@@ -10,11 +10,14 @@ import json
 import streamlit as st
 
 from ..analysis.lemmas import lemmatizer_note
+from ..analysis.markdown import escape_markdown
 from ..analysis.occurrences import InputError, corpus_words, demo_corpus, read_sense_jsonl, suggest_words, text_corpus
+from . import session
 from .common import path_input, sense_data_dir, word_input
 
 DEMO, PASTE, UPLOAD, JSONL = "Demo sentences", "Paste text", "Upload a file", "Sense-labelled JSONL"
 MAX_UPLOAD_BYTES = 50_000_000
+OTHER_PATH = "other path…"
 
 
 @st.cache_data(max_entries=16, show_spinner="Reading the corpus…")
@@ -40,14 +43,16 @@ def load_corpus(source: str, payload: str | bytes | None, filename: str = "") ->
 
 
 def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSONL)) -> tuple[list[dict], str, str]:
-    """Widgets in the sidebar; returns (records, digest, source). A bad corpus stops the page with a message."""
+    """Widgets in the sidebar, showing the session's corpus (``session``: one corpus for every page; an
+    uploaded file is kept too); returns (records, digest, source). A bad corpus stops the page with a message."""
     with st.sidebar:
-        source = st.radio("Corpus", sources, key=f"{key}_source")
+        source = st.radio("Corpus", sources, key=session.bind(f"{key}_source", session.SOURCE, sources[0], sources))
         payload, filename = None, ""
         if source == PASTE:
             payload = st.text_area(
-                "Text", key=f"{key}_text", height=160, placeholder="Paste English text (up to 200,000 characters)."
-            )
+                "Text", key=session.bind(f"{key}_text", session.TEXT, ""), height=160,
+                placeholder="Paste English text (up to 200,000 characters).",
+            )  # fmt: skip
             if not (payload or "").strip():
                 st.info("Paste some English text above: the page then suggests words that occur in it often.")
                 st.stop()
@@ -55,15 +60,25 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
             uploaded = st.file_uploader(
                 "Text, .jsonl or .jsonl.gz file", type=["txt", "jsonl", "gz"], key=f"{key}_upload"
             )
-            if uploaded is None:
+            if uploaded is not None:  # kept for the other pages (a file uploader cannot be given a file back)
+                session.put(session.UPLOADED, (uploaded.name, uploaded.getvalue()))
+            kept = session.get(session.UPLOADED)
+            if kept is None:
                 st.info("Upload a file to use it as the corpus.")
                 st.stop()
-            payload, filename = uploaded.getvalue(), uploaded.name
+            filename, payload = kept
+            if uploaded is None:
+                st.caption(f"Using {escape_markdown(filename)}, uploaded earlier; upload another file to replace it.")
         elif source == JSONL:
             folder = sense_data_dir()
-            files = sorted(str(p) for p in folder.glob("*.jsonl*")) if folder else []
-            choice = st.selectbox("File", [*files, "other path…"], key=f"{key}_jsonl_file")
-            payload = path_input("Path", key=f"{key}_jsonl_path") if choice == "other path…" else choice
+            files = [*sorted(str(p) for p in folder.glob("*.jsonl*")), OTHER_PATH] if folder else [OTHER_PATH]
+            choice = st.selectbox("File", files, key=session.bind(f"{key}_jsonl_file", session.JSONL_FILE, files[0],
+                                                                  files))  # fmt: skip
+            payload = (
+                path_input("Path", key=session.bind(f"{key}_jsonl_path", session.JSONL_PATH, ""))
+                if choice == OTHER_PATH
+                else choice
+            )
             if not payload:
                 st.info("Give the path of a sense-labelled .jsonl or .jsonl.gz file.")
                 st.stop()
@@ -76,27 +91,29 @@ def corpus_picker(key: str, sources: tuple[str, ...] = (DEMO, PASTE, UPLOAD, JSO
 
 
 def word_picker(key: str, records: list[dict], digest: str, source: str) -> str:
-    """Sidebar: the word (or forms) to look at, with the corpus's labelled or frequent words as one-click
-    suggestions; a new corpus starts at its own first word (the demo: "play")."""
+    """Sidebar: the session's word (or forms), with the corpus's labelled or frequent words as one-click
+    suggestions; a new corpus starts at its own first word (the demo: "play"), unless the page that
+    opened this one named the word."""
     words = corpus_words(records)
     suggestions = words if words else suggest_words(records)
+    word_key = f"{key}_word"
     keep = st.session_state.pop(f"{key}_keep_word", False)
-    if st.session_state.get(f"{key}_word_corpus") != digest:  # a new corpus starts at its own word
-        st.session_state[f"{key}_word_corpus"] = digest
+    if session.get(session.WORD_CORPUS) != digest:  # a new corpus starts at its own word
+        session.put(session.WORD_CORPUS, digest)
         if not keep:
-            default = "play" if source == DEMO else (suggestions[0] if suggestions else "")
-            st.session_state[f"{key}_word"] = default
+            session.put(session.WORD, "play" if source == DEMO else (suggestions[0] if suggestions else ""), word_key)
 
     def take_suggestion():
         choice = st.session_state[f"{key}_suggestion"]
         if choice:
-            st.session_state[f"{key}_word"] = choice
+            session.put(session.WORD, choice, word_key)
         st.session_state[f"{key}_suggestion"] = None
 
     with st.sidebar:
         word = word_input(
-            "Word (or several forms, comma-separated)", key=f"{key}_word", help="e.g. serve, served, serves"
-        )
+            "Word (or several forms, comma-separated)", key=session.bind(word_key, session.WORD, ""),
+            help="e.g. serve, served, serves",
+        )  # fmt: skip
         if suggestions:
             st.pills(
                 "Labelled words" if words else "Frequent words here",

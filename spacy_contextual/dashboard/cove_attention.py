@@ -19,9 +19,11 @@ from ..analysis.attention import (
     standalone_html,
     unattended,
 )
+from ..analysis.markdown import escape_markdown
 from ..analysis.models import ModelUnavailable, is_bundled, training_domain_of
 from ..analysis.occurrences import InputError
 from ..analysis.translation import Translation, translate
+from . import session
 from .common import cached_encoder, default_model, path_input
 
 KEY = "attention"
@@ -43,24 +45,31 @@ def render() -> None:
     )
     with st.sidebar:
         model = path_input(
-            "CoVe MT model directory", value=default_model("cove"), key=f"{KEY}_model",
+            "CoVe MT model directory", key=session.bind(f"{KEY}_model", default=default_model("cove")),
             help="'default' = the bundled model",
         )  # fmt: skip
     domain = training_domain_of(model)
-    st.info(f"**Training domain of this model:** {domain}")
+    st.info(f"**Training domain of this model:** {escape_markdown(domain)}")
     if is_bundled(model):
         st.caption(f"**How far the bundled model's attention can be read as alignment:** {BUNDLED_ATTENTION_CHECK}")
-    sentence = st.text_input("English sentence", value=DEFAULT_SENTENCE, key=f"{KEY}_sentence", max_chars=None)
+    sentence = st.text_input(
+        "English sentence", key=session.bind(f"{KEY}_sentence", session.ATTENTION_SENTENCE, DEFAULT_SENTENCE)
+    )
     columns = st.columns([1, 1, 1])
-    decoding = columns[0].radio("Decoding", ["greedy", "beam"], horizontal=True, key=f"{KEY}_decoding")
-    beam = columns[1].slider("Beam width", 2, 10, 5, key=f"{KEY}_beam") if decoding == "beam" else 1
-    view = columns[2].radio("View", VIEWS, horizontal=True, key=f"{KEY}_view", format_func=str.capitalize)
+    decoding = columns[0].radio("Decoding", ["greedy", "beam"], horizontal=True,
+                                key=session.bind(f"{KEY}_decoding", default="greedy"))  # fmt: skip
+    beam = (
+        columns[1].slider("Beam width", 2, 10, key=session.bind(f"{KEY}_beam", default=5)) if decoding == "beam" else 1
+    )
+    view = columns[2].radio("View", VIEWS, horizontal=True, key=session.bind(f"{KEY}_view", default=VIEWS[0]),
+                            format_func=str.capitalize)  # fmt: skip
     try:
         result = cached_translation(model, sentence.strip(), beam)
     except (ModelUnavailable, InputError, ValueError) as error:  # ValueError: e.g. an encoder-only CoVe
         st.error(str(error))
         return
-    st.markdown(f"**Translation** ({decoding}{f', beam {beam}' if beam > 1 else ''}): {result.text or '(empty)'}")
+    text = escape_markdown(result.text) if result.text else "(empty)"
+    st.markdown(f"**Translation** ({decoding}{f', beam {beam}' if beam > 1 else ''}): {text}")
     if not result.tokens:
         st.warning("The model produced an empty translation, so there is no attention to show.")
         return
@@ -95,15 +104,16 @@ def render() -> None:
 
 
 def audit(result: Translation) -> None:
-    """What a reader of the translation should know before trusting it or its attention."""
-    source = result.source
+    """What a reader of the translation should know before trusting it or its attention (every word of
+    the sentence and the translation escaped: markdown in the input is shown as typed)."""
+    source = [escape_markdown(token) for token in result.source]
     if result.unknown_source:
         words = ", ".join(f"'{source[j]}'" for j in result.unknown_source)
         st.warning(f"Out of the model's vocabulary (read as <unk>, the zero vector): {words}.")
     if result.copied:
         st.warning(
             f"The model wrote <unk> {len(result.copied)} time(s); each is replaced by the English word it attended to "
-            f"most: {'; '.join(result.copy_notes())}."
+            f"most: {escape_markdown('; '.join(result.copy_notes()))}."
         )
     peaks, entropies = row_peak(result.attention), row_entropy(result.attention)
     st.caption(
@@ -117,6 +127,6 @@ def audit(result: Translation) -> None:
     repeated = most_repeated_ngram(result.tokens)
     if repeated:
         st.warning(
-            f"The translation repeats '{repeated[0]}' {repeated[1]} times: a sign that the sentence is far from the "
-            "training domain."
+            f"The translation repeats '{escape_markdown(repeated[0])}' {repeated[1]} times: a sign that the sentence "
+            "is far from the training domain."
         )

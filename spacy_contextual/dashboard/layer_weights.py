@@ -17,6 +17,7 @@ from .settings import PIPELINE_ENV
 
 KEY = "weights"
 MAX_PIPELINES = 6
+TABLE_COLUMNS = ["component", "label", "weight", "s", "gamma"]  # narrow enough for an 800 px window
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading the pipeline…")
@@ -37,6 +38,10 @@ def render() -> None:
         "Give one pipeline, or several (one directory a line) to compare their components, e.g. a tagger and a "
         "textcat. "
         "The dashed line is the uniform mix 1/L: bars on it mean the component learned no preference among the layers."
+    )
+    st.caption(
+        "In plain words: **γ** (gamma) is one number per component that scales the whole mix up or down: how loud "
+        "the ELMo/CoVe features are next to the component's other inputs, not which layer it prefers."
     )
     text = st.text_area(
         "Trained pipeline directories (one a line)", value=os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n"),
@@ -72,7 +77,7 @@ def render() -> None:
     if mixes["pipeline"].nunique() > 1:
         mixes["component"] = mixes["pipeline"] + " · " + mixes["component"]
     st.plotly_chart(layer_weights_figure(mixes), key=f"{KEY}_chart", width="stretch")
-    st.dataframe(mixes, hide_index=True, key=f"{KEY}_table")
+    st.dataframe(mixes[TABLE_COLUMNS], hide_index=True, key=f"{KEY}_table")
 
 
 def render_example() -> None:
@@ -85,7 +90,7 @@ def render_example() -> None:
         "your own."
     )
     st.plotly_chart(layer_weights_figure(mixes), key=f"{KEY}_chart", width="stretch")
-    st.dataframe(mixes, hide_index=True, key=f"{KEY}_table")
+    st.dataframe(mixes[TABLE_COLUMNS], hide_index=True, key=f"{KEY}_table")
     with st.expander("How this example was made", expanded=True):
         if about.get("command"):
             st.code(about["command"], language="bash", wrap_lines=True)

@@ -8,6 +8,7 @@ the Layer probe, it shows the probe's sample, whose vectors the shared store alr
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,15 @@ from ..analysis.clusters import cluster
 from ..analysis.corpus_index import build_token_index, indexed_records, nearest_tokens
 from ..analysis.layer_scores import PURITY_K, PURITY_VS_PROBE, layer_scores
 from ..analysis.layer_weights import example_mixes
-from ..analysis.neighbours import kwic_html, nearest_neighbours, neighbour_table, precision_at_k, sense_share
+from ..analysis.markdown import escape_markdown
+from ..analysis.neighbours import (
+    chance_precision,
+    kwic_html,
+    nearest_neighbours,
+    neighbour_table,
+    precision_at_k,
+    tie_note,
+)
 from ..analysis.occurrence_store import occurrence_pairs
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.projection import project
@@ -35,10 +44,12 @@ from ..analysis.sense_plots import (
 )
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import layer_options, select_layer
+from . import session
 from .common import (
     cached_encoder,
     clicked_point,
     context_key,
+    duration,
     encoder_or_stop,
     encoder_picker,
     follow_click,
@@ -50,8 +61,10 @@ from .common import (
 from .corpus_picker import corpus_picker, word_picker
 
 KEY = "sense"
-MAX_OCCURRENCES = 5000
+MAX_OCCURRENCES = 20_000
+DEFAULT_OCCURRENCES = 5000
 UNIFORM = "uniform (1/L)"
+UMAP_TIMING_POINTS = 1000
 TOKEN_INDEXES = 2  # corpora whose whole-corpus token index is kept (each up to 30,000 tokens × every layer)
 
 
@@ -76,6 +89,17 @@ def cached_cluster(vectors: np.ndarray, method: str, k):
 @st.cache_data(max_entries=64, show_spinner="Projecting…")
 def cached_projection(vectors: np.ndarray, method: str):
     return project(vectors, method)
+
+
+@st.cache_resource(show_spinner="Timing UMAP on this machine (the first UMAP in this server compiles its code)…")
+def umap_seconds_per_point() -> float:
+    """UMAP's seconds per point here: a run on 100 random points (which compiles UMAP's code, once per
+    server), then a timed run on ``UMAP_TIMING_POINTS`` (UMAP's time grows about linearly with n)."""
+    rng = np.random.default_rng(0)
+    project(rng.normal(size=(100, 64)).astype(np.float32), "umap")
+    started = time.perf_counter()
+    project(rng.normal(size=(UMAP_TIMING_POINTS, 64)).astype(np.float32), "umap")
+    return (time.perf_counter() - started) / UMAP_TIMING_POINTS
 
 
 @st.cache_data(max_entries=16, show_spinner="Scoring every layer…")
@@ -121,18 +145,14 @@ def mix_choices(kind: str, n_layers: int) -> dict[str, list[float] | None]:
 
 
 def apply_opened() -> None:
-    """A page that sent us here (the layer probe) names the encoder, model, corpus, word, layer and the
-    occurrences it used."""
+    """The Layer probe sent us here: its word and layer, and the occurrences it used (the session already
+    holds its encoder, model and corpus)."""
     state = opened("sense_explorer")
     if not state:
         return
-    kind = state["encoder"]
-    layer, sample = state.pop("layer", None), state.pop("sample", None)
-    for name, value in state.items():
-        st.session_state[f"{KEY}_{name}"] = value
-    if layer is not None:
-        st.session_state[context_key(f"{KEY}_layer", kind, state[f"model_{kind}"])] = layer
-    st.session_state[f"{KEY}_sample"] = {"word": state["word"], "pairs": sample} if sample else None
+    session.put(session.WORD, state["word"])
+    session.put(session.LAYER, state["layer"])
+    st.session_state[f"{KEY}_sample"] = {"word": state["word"], "pairs": state["sample"]}
     st.session_state[f"{KEY}_keep_word"] = True
 
 
@@ -144,7 +164,7 @@ def render() -> None:
     word = word_picker(KEY, records, digest, source)
     occurrences = chosen_occurrences(records, word)
     embedder = encoder_or_stop(kind, model)  # a missing model stops here with a message
-    layers = occurrence_layers(kind, model, digest, records, occurrence_pairs(occurrences))
+    layers = occurrence_layers(kind, model, digest, records, occurrence_pairs(occurrences), confirm=f"{KEY}_embed")
     labels = embedder.layer_labels
     header(word, occurrences, kind, model, labels, layers)
     view = controls(kind, model, digest, word, labels, layers, occurrences["sense"].notna().any())
@@ -154,6 +174,7 @@ def render() -> None:
     query_key = context_key(f"{KEY}_query", *context)
     clicked = clicked_point(f"{KEY}_chart")
     follow_click(f"{KEY}_chart", query_key, None if clicked is None else int(clicked[0]))
+    session.bind(query_key, (session.QUERY, digest, word, len(occurrences)), 0, range(len(occurrences)))
     left, right = st.columns([1.05, 1])
     with right:
         query, table = render_neighbours(records, occurrences, vectors, query_key)
@@ -177,7 +198,8 @@ def chosen_occurrences(records, word: str) -> pd.DataFrame:
     them), else the first ``At most`` of them."""
     with st.sidebar:
         max_occurrences = int(st.number_input(
-            "At most this many occurrences", 3, MAX_OCCURRENCES, MAX_OCCURRENCES, step=500, key=f"{KEY}_max"
+            "At most this many occurrences", 3, MAX_OCCURRENCES, step=500,
+            key=session.bind(f"{KEY}_max", default=DEFAULT_OCCURRENCES),
         ))  # fmt: skip
     try:
         occurrences = find_occurrences(records, word)
@@ -197,7 +219,7 @@ def chosen_occurrences(records, word: str) -> pd.DataFrame:
             return chosen.reset_index(drop=True)
     st.session_state[f"{KEY}_sample"] = None
     if len(occurrences) > max_occurrences:
-        st.warning(f"'{word}' occurs {len(occurrences):,} times; using the first {max_occurrences:,}.")
+        st.warning(f"'{escape_markdown(word)}' occurs {len(occurrences):,} times; using the first {max_occurrences:,}.")
         occurrences = occurrences.iloc[:max_occurrences]
     return occurrences
 
@@ -210,32 +232,38 @@ def header(word, occurrences, kind, model, labels, layers) -> None:
         share = majority_share(occurrences["sense"].fillna("(none)").tolist())
         senses = f" · gold senses: {occurrences['sense'].nunique()} (majority sense {share:.2f} of the occurrences)"
     st.caption(
-        f"{len(occurrences):,} occurrences of **{word}** in {len(set(occurrences['record'])):,} sentences · "
-        f"forms: {', '.join(f'{f} ({c:,})' for f, c in forms.head(6).items())} · {kind} ({model}) · "
+        f"{len(occurrences):,} occurrences of **{escape_markdown(word)}** in "
+        f"{len(set(occurrences['record'])):,} sentences · "
+        f"forms: {escape_markdown(', '.join(f'{f} ({c:,})' for f, c in forms.head(6).items()))} · {kind} "
+        f"({escape_markdown(model)}) · "
         f"{layers.shape[1]} layers ({', '.join(labels)}) of {layers.shape[2]} dimensions" + senses
     )
 
 
 def controls(kind, model, digest, word, labels, layers, has_senses) -> View:
-    """The row of controls; those whose options depend on the encoder or the corpus are keyed on it."""
+    """The controls above the scatter, in rows of three (so that each keeps its width in a narrow
+    window); those whose options depend on the encoder or the corpus are keyed on it. The layer is the
+    session's by position (LSTM-1 under ELMo is CoVe-1 under CoVe)."""
     mixes = mix_choices(kind, layers.shape[1])
-    row = st.columns([1.3, 1.1, 1.2, 1.4, 1.2, 1.0])
-    mix_name = row[0].selectbox("Mix", list(mixes), key=context_key(f"{KEY}_mix", kind, model),
+    row = st.columns(3)
+    mix_key = context_key(f"{KEY}_mix", kind, model)
+    mix_name = row[0].selectbox("Mix", list(mixes), key=session.bind(mix_key, default=UNIFORM, options=list(mixes)),
                                 help="the weights of the 'mix' layer")  # fmt: skip
     options = layer_options(layers.shape[1])
-    layer_key = context_key(f"{KEY}_layer", kind, model)
-    if st.session_state.get(layer_key) not in options:
-        st.session_state[layer_key] = options[-2]
+    layer_key = session.bind(context_key(f"{KEY}_layer", kind, model), session.LAYER, options[-2], options)
     layer = row[1].selectbox(
         "Layer", options, format_func=lambda j: layer_label(labels, j, mix_name.split(" (")[0]), key=layer_key
     )
     projection = row[2].radio("Projection", ("pca", "umap"), format_func=str.upper, horizontal=True,
-                              key=f"{KEY}_projection")  # fmt: skip
+                              key=session.bind(f"{KEY}_projection", default="pca"))  # fmt: skip
+    row = st.columns(3)
     color_options = ["sense", "cluster", "form"] if has_senses else ["cluster", "form"]
-    color = row[3].radio("Colour by", color_options, horizontal=True, key=context_key(f"{KEY}_color", digest, word))
-    method = row[4].radio("Clusters", CLUSTER_METHODS, horizontal=True, key=f"{KEY}_clusters")
-    auto_k = row[5].checkbox("k by silhouette", value=True, key=f"{KEY}_auto_k")
-    k = None if auto_k else row[5].slider("k", 1, 12, 3, key=f"{KEY}_k")
+    color_key = session.bind(context_key(f"{KEY}_color", digest, word), default=color_options[0], options=color_options)
+    color = row[0].radio("Colour by", color_options, horizontal=True, key=color_key)
+    method = row[1].radio("Clusters", CLUSTER_METHODS, horizontal=True,
+                          key=session.bind(f"{KEY}_clusters", default=CLUSTER_METHODS[0]))  # fmt: skip
+    auto_k = row[2].checkbox("k by silhouette", key=session.bind(f"{KEY}_auto_k", default=True))
+    k = None if auto_k else row[2].slider("k", 1, 12, key=session.bind(f"{KEY}_k", default=3))
     return View(mix_name, mixes[mix_name], layer, projection, color, method, k)
 
 
@@ -244,7 +272,11 @@ def render_scatter(records, occurrences, vectors, clustering, labels, view: View
     computed = st.session_state.setdefault(f"{KEY}_umap_done", set())
     coords = cached_projection(vectors, "umap" if view.projection == "umap" and umap_key in computed else "pca")
     if view.projection == "umap" and umap_key not in computed:
-        st.info("UMAP is computed on demand (then cached for this word, layer and mix); PCA is shown until then.")
+        seconds = duration(umap_seconds_per_point() * len(occurrences))
+        st.info(
+            f"UMAP is computed on demand (then cached for this word, layer and mix): about {seconds} for "
+            f"{len(occurrences):,} occurrences on this machine (measured here). PCA is shown until then."
+        )
         if st.button(f"Compute UMAP of {len(occurrences):,} occurrences", type="primary", key=f"{KEY}_umap"):
             cached_projection(vectors, "umap")
             computed.add(umap_key)
@@ -278,19 +310,23 @@ def render_neighbours(records, occurrences, vectors, query_key: str):
         format_func=lambda i: f"#{i}: " + occurrences["sentence"].iloc[i][:100],
         key=query_key,
     )
-    k = columns[1].slider("Neighbours k", 1, 50, 10, key=f"{KEY}_neighbours")
+    k = columns[1].slider("Neighbours k", 1, 50, key=session.bind(f"{KEY}_neighbours", default=10))
     table = neighbour_table(records, occurrences, vectors, query, k)
     query_sense = occurrences["sense"].iloc[query]
     precision = precision_at_k(table, query_sense)
-    summary = f"Query #{query}" + (f" · sense **{query_sense}**" if query_sense else "")
-    if precision is not None:
-        chance = sense_share(occurrences, query_sense)
+    summary = f"Query #{query}" + (f" · sense **{escape_markdown(query_sense)}**" if query_sense else "")
+    chance = chance_precision(occurrences, query)
+    if chance is not None:
         share = majority_share(occurrences["sense"].fillna("(none)").tolist())
+        score = f"**{precision:.2f}**" if precision is not None else "**not defined (ties)**"
         summary += (
-            f" · same-sense precision@{len(table)} = **{precision:.2f}** (random neighbours: {chance:.2f}, this "
-            f"sense's share; majority sense {share:.2f})"
+            f" · same-sense precision@{len(table)} = {score} (random other occurrences: {chance:.2f}; majority "
+            f"sense {share:.2f})"
         )
     st.markdown(summary)
+    ties = tie_note(table)
+    if ties:
+        st.info(ties)
     st.html(kwic_html(table, query_sense))
     return query, table
 
@@ -321,10 +357,11 @@ def render_small_multiples(layers, labels, occurrences, records, clustering, vie
     st.subheader("Every layer side by side")
     tokens, senses = token_senses(occurrences)
     k = len(table)
-    figures = []
+    figures, rows = [], []
     for score in cached_layer_scores(layers, view.weights, senses, tokens, clustering.labels):
         name = layer_label(labels, score.layer, view.mix_name.split(" (")[0])
-        entry = {"title": f"<b>{name}</b><br>{score.caption()}"}
+        rows.append({"layer": name, "score": score.score_name, "value": score.score, "majority sense": score.majority})
+        entry = {"title": f"<b>{name}</b>"}
         if score.layer == TYPE_LEVEL_LAYER:
             entry["word_forms"], entry["axis_titles"] = cached_word_forms(layers[:, 0], tokens, senses)
         else:
@@ -333,13 +370,22 @@ def render_small_multiples(layers, labels, occurrences, records, clustering, vie
             entry["axis_titles"] = score.projection.axis_titles
             entry["selected"], entry["neighbours"] = query, nearest_neighbours(vectors, query, k)["occurrence"].tolist()
         figures.append(entry)
+    scores = pd.DataFrame(rows).dropna(axis="columns", how="all")
+    st.dataframe(
+        scores, hide_index=True, key=f"{KEY}_scores",
+        column_config={name: st.column_config.NumberColumn(format="%.2f") for name in ("value", "majority sense")},
+    )  # fmt: skip
+    st.caption(
+        f"In plain words: **{PURITY_K}-NN purity** is how often an occurrence's {PURITY_K} nearest occurrences mostly "
+        "share its sense; the **majority sense** share is what always guessing the commonest sense scores, so a "
+        "layer is only useful where its purity is clearly above it. **Silhouette** (without gold senses) says how "
+        "well separated the clusters are: near 1 apart, near 0 overlapping."
+    )
     st.plotly_chart(small_multiples(figures, view.color), key=f"{KEY}_multiples", width="stretch")
     st.caption(
-        f"PCA of each layer; the star is the query and the rings its {k} nearest occurrences in that layer. Scores: "
-        f"with gold senses, {PURITY_K}-NN sense purity (the share of occurrences whose {PURITY_K} nearest occurrences "
-        "mostly share their sense; the type-level layer: the best a word form alone can do, each form's majority "
-        "sense) beside the majority-sense share (what always guessing the commonest sense scores); without, the "
-        f"silhouette of the clusters. {PURITY_VS_PROBE}"
+        f"PCA of each layer; the star is the query and the rings its {k} nearest occurrences in that layer. The "
+        "type-level layer's score is the best a word form alone can do (each form's majority sense). "
+        f"{PURITY_VS_PROBE}"
     )
 
 
@@ -348,12 +394,14 @@ def render_corpus_neighbours(kind, model, digest, records, occurrences, vectors,
     sentences = indexed_records(records)
     tokens = sum(len(records[i]["tokens"]) for i in sentences)
     label = f"Search the whole corpus ({tokens:,} tokens of {len(sentences):,} sentences)"
-    if not st.toggle(label, key=f"{KEY}_corpus_search"):
+    if not st.toggle(label, key=session.bind(f"{KEY}_corpus_search", default=False)):
         st.caption("Embeds every token of the corpus once (up to 30,000 tokens), then ranks them against the query.")
         return
     index = token_index(kind, model, digest, records)
     row = occurrences.iloc[query]
-    other_words = st.checkbox(f"Leave out '{row['token']}' itself", key=f"{KEY}_other_words")
+    other_words = st.checkbox(
+        f"Leave out '{escape_markdown(row['token'])}' itself", key=session.bind(f"{KEY}_other_words", default=False)
+    )
     hits = nearest_tokens(
         index, records, vectors[query], view.layer, view.weights, k=10,
         exclude=(int(row["record"]), int(row["position"])), other_words_only=row["token"] if other_words else None,

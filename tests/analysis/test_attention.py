@@ -24,7 +24,7 @@ def test_attention_heatmap_is_target_by_source_under_its_coverage_beside_each_ro
     source, target = ["a", "dog", "runs", "."], ["ein", "hund", "läuft", ".", "</s>"]
     alpha = np.random.default_rng(0).dirichlet(np.ones(4), size=5)
     fig = attention_figure(source, target, alpha, unknown_source=[2], unknown_target=[1])
-    heatmap, coverage_bars, peaks = fig.data
+    heatmap, coverage_bars, peaks = fig.data[:3]  # then the marks of the words no row attends to most
     np.testing.assert_allclose(np.array(heatmap.z), alpha, rtol=1e-6)
     np.testing.assert_allclose(np.array(coverage_bars.y), alpha.sum(axis=0), rtol=1e-6)
     np.testing.assert_allclose(np.array(peaks.x), alpha.max(axis=1), rtol=1e-6)

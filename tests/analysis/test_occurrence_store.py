@@ -63,3 +63,19 @@ def test_the_probe_reads_its_sample_from_the_store(embedder):
     for got, want in zip(results, plain, strict=True):
         np.testing.assert_allclose(got["layer_accuracy"], want["layer_accuracy"])
         assert got["word_form_accuracy"] == want["word_form_accuracy"] and 0 < got["word_form_accuracy"] <= 1
+
+
+def test_the_store_measures_its_rate_and_estimates_what_is_missing(embedder, monkeypatch):
+    records = demo_corpus()
+    occurrences = find_occurrences(records, "play")
+    pairs = occurrence_pairs(occurrences)
+    monkeypatch.setattr(occurrence_store, "CHUNK_SENTENCES", 4)
+    clock = iter(np.arange(0.0, 1000.0, 0.5))  # every embed call takes 0.5 s of this clock
+    monkeypatch.setattr(occurrence_store.time, "perf_counter", lambda: float(next(clock)))
+    store = OccurrenceStore(embedder.embed_sentences, records)
+    assert store.rate is None and store.estimate_seconds(pairs) is None
+    assert store.calibrate(pairs) == pytest.approx(4 / 0.5)  # one chunk of 4 sentences in 0.5 s
+    missing = len(store.missing_sentences(pairs))
+    assert missing == len({r for r, _ in pairs}) - 4 and store.estimate_seconds(pairs) == pytest.approx(missing / 8)
+    store.layers(pairs)
+    assert store.estimate_seconds(pairs) == 0

@@ -211,3 +211,26 @@ def test_probe_chart_has_named_layers_error_bars_and_the_baseline():
     np.testing.assert_allclose(fig.data[2].error_y.array, [0.05, 0.05])
     assert fig.data[0].marker.pattern.shape == "/" and not fig.data[1].marker.pattern.shape
     assert [list(c) for c in fig.data[1].customdata] == [["hard", 1], ["serve", 1]]  # what a click opens
+
+
+@pytest.mark.parametrize("points", [300, 4333, 20_000])
+def test_the_selection_is_drawn_above_a_cloud_of_any_size(points):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"x": rng.normal(size=points), "y": rng.normal(size=points), "occurrence": np.arange(points),
+         "sense": rng.choice(["HARD1", "HARD2", "HARD3"], points), "form": "hard", "context": "a hard task"}
+    )  # fmt: skip
+    neighbours = list(range(1, 11))
+    fig = sense_scatter(frame, "sense", "LSTM-2", ("PC1", "PC2"), selected=0, neighbours=neighbours)
+    cloud, marks = fig.data[:3], fig.data[3:]
+    assert [trace.name for trace in marks] == ["10 nearest neighbours (halo)", "10 nearest neighbours", "selected #0"]
+    # plotly draws WebGL traces above SVG ones: the marks are of the cloud's own kind, and after it
+    assert {trace.type for trace in fig.data} == {"scattergl" if points > 1000 else "scatter"}
+    assert marks[-1].marker.size > 2 * cloud[0].marker.size and marks[-1].marker.line.width >= 2  # outlined
+    assert marks[-1].marker.color not in {trace.marker.color for trace in cloud}
+    faded = points > 300
+    assert all(trace.marker.opacity == (0.25 if faded else 0.8) for trace in cloud)
+    assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
+    assert fig.layout.title.x == 0 and fig.layout.title.yanchor == "bottom" and fig.layout.margin.t >= 70
+    plain = sense_scatter(frame, "sense")  # nothing selected: nothing faded
+    assert all(trace.marker.opacity == 0.8 for trace in plain.data)

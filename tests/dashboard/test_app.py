@@ -80,6 +80,11 @@ def keyed(widgets, name: str):
     return next(w for w in widgets if w.key == name or re.fullmatch(f"{name}_[0-9a-f]{{10}}", w.key or ""))
 
 
+def kwic_tables(at: AppTest) -> list[str]:
+    """The KWIC tables of the page (not its style sheet)."""
+    return [e.proto.body for e in at.get("html") if "<table class='kwic'>" in e.proto.body]
+
+
 def messages(at: AppTest) -> str:
     return " ".join(e.value for e in [*at.error, *at.warning, *at.info])
 
@@ -118,6 +123,7 @@ def test_sense_explorer_draws_at_once_and_a_changed_layer_keeps_a_chart(models):
     assert (
         "computed on demand" in messages(at) and "PC1" in figure(at, "sense_chart")["layout"]["xaxis"]["title"]["text"]
     )
+    assert re.search(r"about \d+ s for 20 occurrences on this machine", messages(at))  # said before it is slow
     ok(at.button(key="sense_umap").click().run())
     assert figure(at, "sense_chart")["layout"]["xaxis"]["title"]["text"].startswith("UMAP 1")
     ok(keyed(at.radio, "sense_color").set_value("cluster").run())  # cached: still UMAP, no button
@@ -132,7 +138,7 @@ def test_a_click_marks_the_occurrence_and_its_neighbours_beside_the_kwic_lines(m
     assert "selected #7" in names and "10 nearest neighbours" in names
     rings = next(t for t in figure(at, "sense_chart")["data"] if t["name"] == "10 nearest neighbours")
     assert len(array(rings["x"])) == 10
-    kwic = at.get("html")[0].proto.body
+    kwic = kwic_tables(at)[0]
     assert kwic.count("<tr>") == 10 and "class='word'>play<" in kwic
     assert any("same-sense precision@10" in m.value for m in at.markdown)
     ok(at.slider(key="sense_neighbours").set_value(3).run())  # the kept selection does not undo the choice
@@ -177,15 +183,17 @@ def test_view_options_recompute_nothing(models, monkeypatch):
 def test_every_layer_side_by_side_with_its_purity(models):
     at = run_page("pages/1_Sense_explorer.py")
     titles = [a["text"] for a in figure(at, "sense_multiples")["layout"]["annotations"]]
-    assert [t.split("<br>")[0] for t in titles] == [
-        "<b>char-CNN (type-level)</b>", "<b>LSTM-1</b>", "<b>LSTM-2</b>", "<b>mix (uniform)</b>",
-    ]  # fmt: skip
-    assert "word form alone 0.30 · majority sense 0.30" in titles[0]  # one form; play-theatre is 6 of 20
-    assert all("5-NN purity" in t and "majority sense 0.30" in t for t in titles[1:])
+    names = ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "mix (uniform)"]
+    assert titles[:4] == [f"<b>{name}</b>" for name in names]
+    scores = at.dataframe[0].value  # the scores: one small table
+    assert list(scores["layer"]) == names and (scores["majority sense"] == 0.3).all()  # play-theatre: 6 of 20
+    assert list(scores["score"]) == ["word form alone", "5-NN purity", "5-NN purity", "5-NN purity"]
+    assert scores["value"].iloc[0] == pytest.approx(0.3)  # one form: the form alone says the majority sense
     assert any("held-out instances by the nearest sense centroid" in c.value for c in at.caption)
+    assert any("In plain words: **5-NN purity**" in c.value and "Silhouette" in c.value for c in at.caption)
     ok(keyed(at.selectbox, "sense_mix").set_value("learned by the EWT tagger").run())  # the shipped mixes
     titles = [a["text"] for a in figure(at, "sense_multiples")["layout"]["annotations"]]
-    assert titles[3].startswith("<b>mix (learned by the EWT tagger)</b>")
+    assert titles[3] == "<b>mix (learned by the EWT tagger)</b>"
 
 
 def test_word_forms_colour_and_the_type_level_view(models, tmp_path):
@@ -254,7 +262,7 @@ def test_sentence_level_neighbours_come_from_any_word(models):
     ok(at.toggle(key="sense_corpus_search").set_value(True).run())
     assert any("tokens of 62 of the corpus's 62 sentences" in c.value for c in at.caption)
     ok(at.checkbox(key="sense_other_words").check().run())
-    corpus_hits = at.get("html")[-1].proto.body
+    corpus_hits = kwic_tables(at)[-1]
     assert corpus_hits.count("<tr>") == 10 and "class='word'>play<" not in corpus_hits
     assert at.get("download_button")
 
@@ -289,18 +297,18 @@ def test_probe_on_the_bundled_sense_files_is_stratified(models, name):
     at = run_page("pages/4_Layer_probe.py", probe_source="Sense-labelled JSONL", probe_jsonl_file=str(SENSES / name))
     ok(at.button(key="probe_run").click().run())
     assert not at.warning, [w.value for w in at.warning]
-    table = at.dataframe[0].value
-    assert (table["senses"] > 1).all() and (table["instances"] == 400).all()
+    table, words = at.dataframe[0].value, at.dataframe[1].value.iloc[0]
+    assert words["instances"].startswith("400 of ") and any("Senses sampled: " in c.value for c in at.caption)
     baseline = table[table["layer"] == "MFS baseline"].iloc[0]
-    share = baseline["majority share (training folds)"]
-    assert baseline["accuracy"] >= share - 1 / baseline["instances"] and share < 0.85  # not a one-sense sample
+    share = words["majority share"]
+    assert baseline["accuracy"] >= share - 1 / 400 and share < 0.85  # not a one-sense sample
     assert list(table["layer"].unique()) == ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "MFS baseline"]
     bars = [trace for trace in figure(at, "probe_chart")["data"] if trace["type"] == "bar"]
     assert (
         all(len(array(bar["error_y"]["array"])) == 1 for bar in bars) and bars[0]["marker"]["pattern"]["shape"] == "/"
     )
-    assert at.button(key="probe_run").label.endswith(f"(400 of {table['available'].iloc[0]:,} instances)")
-    assert (table["word form alone"] >= share - 0.05).all()  # a word form alone does at least about the majority
+    assert at.button(key="probe_run").label.endswith(f"({words['instances']} instances)")
+    assert words["word form alone"] >= share - 0.05  # a word form alone does at least about the majority
 
 
 def test_probe_warns_about_thin_senses_and_names_cove_layers(models):
@@ -327,9 +335,11 @@ def test_compare_page_aligns_two_models_and_lists_the_changed_neighbourhoods(mod
     at = run_page("pages/5_Compare_models.py")
     assert {"compare_chart_a", "compare_chart_b"} <= chart_keys(at)
     assert figure(at, "compare_chart_b")["layout"]["title"]["text"].startswith("B: cove")
-    change = at.dataframe[0].value
-    assert list(change["overlap"]) == sorted(change["overlap"]) and change["overlap"].between(0, 1).all()
-    assert keyed(at.selectbox, "compare_query").value == change["occurrence"].iloc[0]  # starts at the most changed
+    table = next(e.proto.body for e in at.get("html") if "<table class='change'>" in e.proto.body)
+    overlaps = [float(x) for x in re.findall(r"class='overlap'>([0-9.]+)<", table)]
+    assert overlaps == sorted(overlaps) and all(0 <= x <= 1 for x in overlaps) and len(overlaps) == 20
+    most_changed = int(re.search(r"<td>#(\d+)</td>", table).group(1))
+    assert keyed(at.selectbox, "compare_query").value == most_changed  # starts at the most changed
     click_chart(at, "compare_chart_a", [4, "", "", "play"])
     spec_a, spec_b = figure(at, "compare_chart_a"), figure(at, "compare_chart_b")
     assert spec_a["layout"]["xaxis"]["range"] == spec_b["layout"]["xaxis"]["range"]  # one scale for both models
@@ -351,7 +361,7 @@ def test_cove_attention_can_be_audited_and_exported(models):
     at = run_page("pages/3_CoVe_attention.py")
     assert "Training domain of this model" in messages(at)
     data = figure(at, "attention_chart")["data"]
-    assert [trace["type"] for trace in data] == ["heatmap", "bar", "bar"]
+    assert [trace["type"] for trace in data][:3] == ["heatmap", "bar", "bar"]
     np.testing.assert_allclose(array(data[1]["y"]), array(data[0]["z"]).sum(axis=0), rtol=1e-5)  # coverage = Σ_t α
     np.testing.assert_allclose(array(data[2]["x"]), array(data[0]["z"]).max(axis=1), rtol=1e-5)  # each row's peak
     assert any("Attention rows: largest weight" in c.value for c in at.caption)
@@ -464,8 +474,12 @@ def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
     ok(keyed(at.selectbox, "sense_layer").set_value(1).run())
     ok(at.radio(key="sense_encoder").set_value("cove").run())
     layer = keyed(at.selectbox, "sense_layer")
-    assert layer.format_func(layer.value) == "CoVe-2"
-    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("CoVe-2")
+    assert layer.format_func(layer.value) == "CoVe-1"  # the layer by position: LSTM-1 is CoVe-1
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("CoVe-1")
+    ok(keyed(at.selectbox, "sense_layer").set_value(0).run())
+    ok(at.radio(key="sense_encoder").set_value("elmo").run())
+    layer = keyed(at.selectbox, "sense_layer")
+    assert layer.format_func(layer.value) == "char-CNN (type-level)" and "sense_forms_chart" in chart_keys(at)
 
 
 def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
@@ -486,7 +500,7 @@ def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sa
     ok(at.switch_page("Home.py").run())
     ok(at.switch_page("pages/4_Layer_probe.py").run())  # back: the same corpus, settings and results
     assert at.radio(key="probe_source").value == "Sense-labelled JSONL" and at.number_input(key="probe_max").value == 40
-    assert "probe_chart" in chart_keys(at) and at.dataframe[0].value["instances"].iloc[0] == 40
+    assert "probe_chart" in chart_keys(at) and at.dataframe[1].value["instances"].iloc[0] == "40 of 4,333"
     before = sum(embedded)
     click_chart(at, "probe_chart", ["hard", 2])
     assert at.title[0].value == "Sense explorer" and sum(embedded) == before  # the probe's vectors, from the store
@@ -495,5 +509,70 @@ def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sa
     ok(at.switch_page("pages/1_Sense_explorer.py").run())  # AppTest stays on the page it ran: follow the switch
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 40 occurrences")
     ok(at.button(key="sense_all").click().run())
+    estimate = re.search(r"about [\d a-z]+ for ([\d,]+) sentences on this machine \(\d+ sentences/s", messages(at))
+    assert estimate and "sense_chart" not in chart_keys(at)  # said before it is slow: a button to start
+    ok(at.button(key="sense_embed").click().run())
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 4,333 occurrences")
     assert 0 < sum(embedded) - before <= 4333 - 40  # only what the store did not hold
+
+
+def test_one_session_state_across_pages(models, monkeypatch):
+    """The word, the occurrence chosen per word, the layer, the corpus and the attention sentence are
+    where the user left them after another page, and the word is the same on every page that has one."""
+    from spacy_contextual.dashboard import common
+
+    monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    ok(at.text_input(key="sense_word").set_value("bank").run())
+    ok(keyed(at.selectbox, "sense_query").set_value(3).run())
+    ok(keyed(at.selectbox, "sense_layer").set_value(1).run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    assert at.text_input(key="sense_word").value == "bank" and not at.error
+    assert keyed(at.selectbox, "sense_query").value == 3 and keyed(at.selectbox, "sense_layer").value == 1
+    assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-1: 14 occurrences")
+    ok(at.text_input(key="sense_word").set_value("play").run())  # another word: its own occurrence, not #3
+    assert keyed(at.selectbox, "sense_query").value == 0
+    ok(at.text_input(key="sense_word").set_value("bank").run())  # back: bank's occurrence again
+    assert keyed(at.selectbox, "sense_query").value == 3
+
+    ok(at.switch_page("pages/5_Compare_models.py").run())  # one word, one chosen occurrence, for every page
+    assert at.text_input(key="compare_word").value == "bank" and keyed(at.selectbox, "compare_query").value == 3
+    ok(at.text_input(key="compare_word").set_value("bat").run())
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    assert at.text_input(key="sense_word").value == "bat"
+
+    ok(at.switch_page("pages/3_CoVe_attention.py").run())
+    ok(at.text_input(key="attention_sentence").set_value("A **dog** runs .").run())
+    assert "\\*\\*" in messages(at) or "**dog**" not in messages(at)  # markdown typed is shown as typed
+    ok(at.radio(key="attention_view").set_value("lines").run())
+    ok(at.switch_page("pages/2_Layer_weights.py").run())
+    ok(at.switch_page("pages/3_CoVe_attention.py").run())
+    assert at.text_input(key="attention_sentence").value == "A **dog** runs ." and at.get("iframe")
+
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())  # the corpus: pasted text, for the probe's pages too
+    ok(at.radio(key="sense_source").set_value("Paste text").run())
+    ok(at.text_area(key="sense_text").set_value("We play chess. They play music. I play often.").run())
+    ok(at.switch_page("pages/5_Compare_models.py").run())
+    assert at.radio(key="compare_source").value == "Paste text" and at.text_input(key="compare_word").value == "play"
+    ok(at.switch_page("pages/4_Layer_probe.py").run())  # the probe has no pasted text: its own default, once
+    assert at.radio(key="probe_source").value == "Demo sentences"
+    ok(at.switch_page("pages/1_Sense_explorer.py").run())
+    assert at.radio(key="sense_source").value == "Paste text" and "3 occurrences" in at.caption[0].value
+
+
+def test_the_probe_has_a_button_to_open_the_sense_explorer(models, monkeypatch):
+    from spacy_contextual.dashboard import common
+
+    monkeypatch.setattr(common, "PAGES", {})
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/4_Layer_probe.py").run())
+    ok(at.button(key="probe_run").click().run())
+    assert any("In plain words: **MFS**" in c.value for c in at.caption)
+    ok(at.selectbox(key="probe_open_word").set_value("spring").run())
+    ok(at.selectbox(key="probe_open_layer").set_value(1).run())
+    ok(at.button(key="probe_open").click().run())
+    assert at.title[0].value == "Sense explorer"
+    assert at.text_input(key="sense_word").value == "spring" and keyed(at.selectbox, "sense_layer").value == 1
+    assert "The Layer probe's sample" in messages(at)

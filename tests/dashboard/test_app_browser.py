@@ -10,7 +10,15 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import CHROMEDRIVER, Page, chromium_binary, headless_chromium, served_app
+from browser import (
+    CHROMEDRIVER,
+    Page,
+    chromium_binary,
+    headless_chromium,
+    layout_problems,
+    selection_colour,
+    served_app,
+)
 from util import REPO, tiny_bilm
 
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences
@@ -176,7 +184,7 @@ def test_a_new_word_or_encoder_never_shows_a_value_from_the_old_one(app_page):
     page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
     layer = selected_text(page, "sense_layer")
     title = page.driver.find_element(By.CSS_SELECTOR, f"{CONTEXTUAL_CHART} .gtitle").text
-    assert layer == "CoVe-2" and title.startswith("CoVe-2")  # the box and the chart name the same layer
+    assert layer == "CoVe-1" and title.startswith("CoVe-1")  # the layer by position; box and chart agree
     kwic = page.driver.find_element(By.CSS_SELECTOR, "table.kwic")
     column = kwic.find_element(By.XPATH, "ancestor::div[@data-testid='stColumn'][1]")
     assert kwic.size["width"] <= column.size["width"]  # the KWIC lines fit their column at 1280 px
@@ -211,3 +219,136 @@ def test_probe_opens_the_explorer_on_its_sample_and_keeps_its_results(app_page):
     assert chosen.strip() == "Sense-labelled JSONL"
     assert "hard.jsonl.gz" in shown_value(page, ".st-key-probe_jsonl_file")
     page.wait_for(".st-key-probe_chart .barlayer .trace .point path")  # the results, without pressing Run again
+
+
+def word_value(page: Page, key: str) -> str:
+    return page.driver.find_element(By.CSS_SELECTOR, f".st-key-{key} input").get_attribute("value")
+
+
+@pytest.mark.timeout(900)
+def test_the_session_keeps_its_place_across_pages(app_page):
+    """explorer → probe → explorer keeps the word, the occurrence and the layer; ELMo LSTM-1 → CoVe-1 →
+    LSTM-1; Compare models has the same word; the attention sentence survives another page."""
+    page = app_page
+    page.open("Sense_explorer")  # a fresh session
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    page.type_text("sense_word", "bank")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    choose(page, "sense_query", "#3:")
+    choose(page, "sense_layer", "LSTM-1")
+    open_from_sidebar(page, "Layer probe")
+    open_from_sidebar(page, "Sense explorer")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    main = page.driver.find_element(By.CSS_SELECTOR, "[data-testid='stMain']").text
+    assert word_value(page, "sense_word") == "bank" and "Enter a word" not in main
+    assert selected_text(page, "sense_query").startswith("#3:") and selected_text(page, "sense_layer") == "LSTM-1"
+    page.choose_radio("sense_encoder", "cove")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    assert selected_text(page, "sense_layer") == "CoVe-1" and selected_text(page, "sense_query").startswith("#3:")
+    page.choose_radio("sense_encoder", "elmo")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    assert selected_text(page, "sense_layer") == "LSTM-1"
+    title = page.driver.find_element(By.CSS_SELECTOR, f"{CONTEXTUAL_CHART} .gtitle").text
+    assert title.startswith("LSTM-1: 14 occurrences")
+
+    open_from_sidebar(page, "Compare models")
+    page.wait_for(".st-key-compare_chart_a .js-plotly-plot .scatterlayer .trace")
+    assert word_value(page, "compare_word") == "bank" and selected_text(page, "compare_query").startswith("#3:")
+
+    open_from_sidebar(page, "CoVe attention")
+    page.type_text("attention_sentence", "A **dog** runs .")
+    page.wait_for(".st-key-attention_chart .js-plotly-plot")
+    alerts = " ".join(e.text for e in page.driver.find_elements(By.CSS_SELECTOR, "[data-testid='stAlert']"))
+    assert "''" not in alerts  # markdown typed is shown as typed, never rendered
+    open_from_sidebar(page, "Layer weights")
+    open_from_sidebar(page, "CoVe attention")
+    assert word_value(page, "attention_sentence") == "A **dog** runs ."
+    open_from_sidebar(page, "Sense explorer")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+    assert word_value(page, "sense_word") == "bank"
+
+
+def magenta(pixels) -> bool:
+    """The selected star's colour (#FF00FF, a colour no category has) is what is drawn there."""
+    return any(r > 200 and g < 90 and b > 200 for r, g, b in pixels)
+
+
+def open_large_corpus(page: Page, path: str | None, at_most: int | None = None) -> None:
+    """The explorer on a sense-labelled file (the first one the app lists, or ``path``), its large
+    embedding started with the button that says how long it takes."""
+    page.choose_radio("sense_source", "Sense-labelled JSONL")
+    if path is not None:
+        page.choose_option("sense_jsonl_file", "other path")
+        page.type_text("sense_jsonl_path", path)
+    if at_most is not None:
+        page.type_text("sense_max", str(at_most))
+    page.wait_for_text("on this machine", within="[data-testid='stMain']")
+    page.press("Embed ")
+    page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace, {CONTEXTUAL_CHART} .gl-container", timeout_factor=4)
+
+
+def write_large_corpus(path: Path, occurrences: int = 20_000) -> Path:
+    """A sense-labelled JSONL file with ``occurrences`` occurrences of 'spring' (three senses)."""
+    import json
+    import random
+
+    rng = random.Random(0)
+    contexts = {"SEASON": ["in", "early", "the", "flowers"], "WATER": ["hot", "the", "drank", "mountain"],
+                "COIL": ["steel", "the", "bed", "broken"]}  # fmt: skip
+    with path.open("w") as out:
+        for i in range(occurrences):
+            sense = rng.choice(list(contexts))
+            words = rng.sample(contexts[sense], 3)
+            out.write(json.dumps({"tokens": [*words, "spring", f"w{i % 97}"], "target": 3, "sense": sense,
+                                  "word": "spring"}) + "\n")  # fmt: skip
+    return path
+
+
+@pytest.mark.timeout(1500)
+def test_the_selection_is_visible_on_4333_and_on_20000_occurrences(app_page, tmp_path):
+    page = app_page
+    for path, at_most, count in ((None, None, "4,333"), (str(write_large_corpus(tmp_path / "spring.jsonl")), 20_000,
+                                                         "20,000")):  # fmt: skip
+        page.open("Sense_explorer")
+        page.wait_for(f"{CONTEXTUAL_CHART} .scatterlayer .trace")
+        open_large_corpus(page, path, at_most)
+        title = page.driver.find_element(By.CSS_SELECTOR, f"{CONTEXTUAL_CHART} .gtitle").text
+        assert f": {count} occurrences" in title
+        main = page.driver.find_element(By.CSS_SELECTOR, "[data-testid='stMain']").text
+        assert "on this machine" not in main and not page._css(".st-key-sense_embed button")  # said, then gone
+        # the widgets show what the chart uses, although the run before (the estimate) stopped before them
+        assert selected_text(page, "sense_layer") == "LSTM-2" and title.startswith("LSTM-2")
+        assert page._css(".st-key-sense_auto_k input")[0].is_selected()
+        assert magenta(selection_colour(page.driver, CONTEXTUAL_CHART)), f"the selected star is hidden on {count}"
+        problems = [p for p in layout_problems(page.driver) if "sense_chart" in p]
+        assert problems == [], problems  # the legend below the plot, the plot the chart's width
+
+
+PAGES = {  # url path: what must be drawn before the page is looked at
+    "": "[data-testid='stDataFrame']",
+    "Sense_explorer": f"{CONTEXTUAL_CHART} .scatterlayer .trace",
+    "Layer_weights": ".st-key-weights_chart .js-plotly-plot .barlayer",
+    "CoVe_attention": ".st-key-attention_chart .js-plotly-plot .heatmaplayer",
+    "Layer_probe": ".st-key-probe_chart .js-plotly-plot .barlayer",
+    "Compare_models": ".st-key-compare_chart_b .js-plotly-plot .scatterlayer .trace",
+}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("width", [1280, 800])
+def test_every_page_fits_the_window(app_page, width):
+    """Nothing runs out of the window, no label, option, select box or table is cut, charts keep their
+    titles clear of the toolbar and their legends below, at 1280 and at 800 px."""
+    page = app_page
+    page.driver.set_window_size(width, 1000)
+    try:
+        found = {}
+        for path, drawn in PAGES.items():
+            page.open(path)
+            if path == "Layer_probe":
+                page.press("Run the probe")
+            page.wait_for(drawn)
+            found[path or "Home"] = layout_problems(page.driver)
+        assert found == {path or "Home": [] for path in PAGES}
+    finally:
+        page.driver.set_window_size(1280, 1000)

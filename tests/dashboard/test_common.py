@@ -30,26 +30,49 @@ def test_an_embedding_past_the_threshold_shows_a_bar_with_a_count():
     at = AppTest.from_function(page).run()
     assert not at.exception
     bar = at.get("progress")[0]
-    assert bar.proto.text == "Embedding the sentences with elmo: 64 of 4,378 sentences" and bar.proto.value == 1
+    assert bar.proto.text.startswith("Embedding the sentences with elmo: 64 of 4,378 sentences, about ")
+    assert bar.proto.text.endswith(" left") and bar.proto.value == 1
 
 
-def test_widgets_get_their_values_back_after_another_page():
+def test_durations_read_plainly():
+    from spacy_contextual.dashboard.common import duration
+
+    assert [duration(s) for s in (0.2, 42.4, 60, 141, 3600)] == ["1 s", "42 s", "1 min", "2 min 20 s", "60 min"]
+
+
+def test_the_session_gives_widgets_their_values_back_and_shares_names():
     def page():
         import streamlit as st
 
-        from spacy_contextual.dashboard.common import keep_widgets
+        from spacy_contextual.dashboard import session
 
-        keep_widgets(["probe_source"])
-        if st.session_state.get("show", True):
-            st.radio("Corpus", ["Demo", "JSONL"], key="probe_source")
+        page = st.session_state.get("page", "a")
+        options = ["Demo", "JSONL"] if page == "a" else ["Demo", "Paste", "JSONL"]
+        if page != "none":
+            st.radio("Corpus", options, key=session.bind(f"{page}_source", "source", "Demo", options))
+        if page == "c":  # a page whose options lack the session's value shows its default, and keeps the value
+            st.radio("Corpus", ["Demo"], key=session.bind("c_only_demo", "source", "Demo", ["Demo"]))
 
     at = AppTest.from_function(page).run()
-    at.radio(key="probe_source").set_value("JSONL").run()
-    at.session_state["show"] = False  # another page: the radio is not drawn, Streamlit forgets its value
+    at.radio(key="a_source").set_value("JSONL").run()
+    at.session_state["page"] = "none"  # another page: the radio is not drawn, Streamlit forgets its value
     at.run()
-    at.session_state["show"] = True
+    at.session_state["page"] = "a"
     at.run()
-    assert at.radio(key="probe_source").value == "JSONL"
+    assert at.radio(key="a_source").value == "JSONL"
+    at.session_state["page"] = "b"  # another page's widget with the same name shows the same value
+    at.run()
+    assert at.radio(key="b_source").value == "JSONL"
+    at.radio(key="b_source").set_value("Paste").run()
+    at.session_state["page"] = "c"
+    at.run()
+    assert at.radio(key="c_only_demo").value == "Demo" and at.radio(key="c_source").value == "Paste"
+    at.session_state["page"] = "a"  # "Paste" is not an option here: the default, and the session still says Paste
+    at.run()
+    assert at.radio(key="a_source").value == "Demo"
+    at.session_state["page"] = "b"
+    at.run()
+    assert at.radio(key="b_source").value == "Paste"
 
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
