@@ -187,7 +187,7 @@ def check_not_read(path: PathLike, reads: Iterable[PathLike | None]) -> None:
     target = Path(path)
     for kept in (Path(item) for item in [*reads, *(_COMMAND_READS or ())] if item is not None and str(item) != ""):
         if _same_or_inside(target, kept) or _same_or_inside(kept, target):
-            what = kept if kept.is_file() else f"a file of {kept}"
+            what = kept if kept.is_file() or _same_path(target, kept) else f"a file of {kept}"
             if _same_or_inside(kept, target) and not _same_or_inside(target, kept):
                 what = f"a folder holding {kept}"
             raise OutputError(f"cannot write {target}: it is {what}, which this command reads; give another output")
@@ -353,6 +353,13 @@ def _same_or_inside(target: Path, kept: Path) -> bool:
         else:
             files = iter([kept])
         return any(_inode(file) == inode for file in files if file.exists())
+    except OSError:
+        return False
+
+
+def _same_path(first: Path, second: Path) -> bool:
+    try:
+        return first.resolve() == second.resolve()
     except OSError:
         return False
 
