@@ -110,17 +110,10 @@ class OutputDir(PathRole):
     directory = True
 
 
-class InPlaceDir(PathRole):
-    """A folder the command updates in place (``write-manifest``)."""
+class InPlaceDir(InputDir):
+    """An existing folder the command updates in place (``write-manifest``): not an input to protect."""
 
     role = "inplace"
-    directory = True
-
-    def convert(self, value: Any) -> Path:
-        path = super().convert(value)
-        if not path.is_dir():
-            raise typer.BadParameter(f"{path} is not a directory; give an existing folder")
-        return path
 
 
 def path_role(param) -> PathRole | None:
