@@ -3,8 +3,8 @@
 Every run is a fresh process that runs the real command (the typer app, in that process) with timers
 around its phases:
 
-* start-up: the interpreter, until the runner's first line (the process's wall time minus what the
-  runner saw);
+* start-up: the interpreter, until the runner's first line, and the process's exit after its last
+  (the process's wall time minus what the runner saw);
 * imports: the CLI, the embedder modules and torch (what the command imports before it loads);
 * load: ``ElmoEmbedder.load`` / ``from_bilm_tf``, the precision cast included;
 * embed: the time inside ``Embedder.iter_embed`` (char CNN, LSTMs, the float32 arrays);
@@ -24,6 +24,7 @@ one, ``--rounds`` times; each is reported by its fastest round, with the load av
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import subprocess
@@ -53,13 +54,24 @@ def child(report: Path, command: list[str]) -> None:
     timer.time_method(Embedder, "iter_embed", "embed", iterator=True)
     timer.time_method(PartsFolder, "write_part", "write")
     timer.time_method(PartsFolder, "write_output", "write")
-    try:
-        app(command)
-    except SystemExit as exit:
-        if exit.code:
-            raise
-    seen = {"imports": imported - start, **{phase: timer.seconds[phase] for phase in ("load", "embed", "write")}}
-    report.write_text(json.dumps({**seen, "runner": time.perf_counter() - start}))
+
+    def report_phases() -> None:
+        seen = {"imports": imported - start, **{phase: timer.seconds[phase] for phase in ("load", "embed", "write")}}
+        report.write_text(json.dumps({**seen, "runner": time.perf_counter() - start}))
+
+    try:  # the console script, with its exit (console.py); a tree from before it: the app
+        from spacy_contextual.cli.console import main as console_script
+    except ImportError:
+        try:
+            app(command)
+        except SystemExit as exit:
+            if exit.code:
+                raise
+        report_phases()
+        return
+    atexit.register(report_phases)  # console_script runs the exit handlers, then ends the process
+    sys.argv = ["spacy-contextual", *command]
+    console_script()
 
 
 def run(command: list[str], env: dict[str, str]) -> dict[str, float]:

@@ -1,3 +1,3 @@
-from .cli import app
+from .cli.console import main
 
-app(prog_name="spacy-contextual")
+main()

@@ -5,6 +5,12 @@ size, (longest + 2 boundary positions) × rows, stays within ``max_batch_tokens`
 ``max_rows`` rows: padding costs the LSTMs time, and sorting keeps it small. ``keep_order`` keeps the
 input order instead (a stateful encoder's rows carry state from batch to batch). Either limit may be
 None. An item longer than the budget gets a batch of its own.
+
+The embedders' defaults (``MAX_BATCH_TOKENS``, ``default_rows``) favour many rows per batch: each LSTM
+step multiplies every active row by the same weights, so a step with 256 rows costs little more than
+one with 16 while the weights stream through the cache once either way, and fewer batches mean fewer
+steps (``benchmarks/history/elmo_inference.md``). A stateful encoder's rows carry their state from batch
+to batch, so there the batch is AllenNLP's 64 rows.
 """
 
 from __future__ import annotations
@@ -14,6 +20,14 @@ from collections.abc import Sequence
 from .errors import ContextualError
 
 BOUNDARY_POSITIONS = 2  # <S> and </S>, which ELMo adds; the budget counts them for CoVe too
+MAX_BATCH_TOKENS = 8192  # the embedders' padded positions per batch
+BATCH_ROWS = 256  # the embedders' sentences per batch
+STATEFUL_BATCH_ROWS = 64  # AllenNLP's batch size: the state of row i goes on in row i of the next batch
+
+
+def default_rows(keep_order: bool) -> int:
+    """Sentences per batch when the caller names none: ``STATEFUL_BATCH_ROWS`` for a stateful encoder."""
+    return STATEFUL_BATCH_ROWS if keep_order else BATCH_ROWS
 
 
 def plan_batches(

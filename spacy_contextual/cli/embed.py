@@ -22,6 +22,7 @@ from typing import Annotated
 
 import typer
 
+from ..batching import BATCH_ROWS, STATEFUL_BATCH_ROWS
 from ._app import app, say_on_interrupt
 from .launch import launch_local
 from .model_option import Catalog, model_option
@@ -49,7 +50,14 @@ OutputArgument = Annotated[
 AllLayers = Annotated[bool, typer.Option("--all", help="Store all layers: (n_layers, n, width) per sentence")]
 TopLayer = Annotated[bool, typer.Option("--top", help="Store the top layer: (n, width)")]
 AverageLayers = Annotated[bool, typer.Option("--average", help="Store the mean of the layers: (n, width)")]
-BatchSize = Annotated[int, typer.Option("--batch-size", help=f"Sentences per batch (1 to {MAX_BATCH_SIZE})")]
+BatchSize = Annotated[
+    int | None,
+    typer.Option(
+        "--batch-size",
+        help=f"Sentences per batch (1 to {MAX_BATCH_SIZE}; default {BATCH_ROWS}, "
+        f"{STATEFUL_BATCH_ROWS} with --stateful)",
+    ),
+]
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda (under torchrun: one GPU per local rank)")]
 ForgetSentences = Annotated[
     bool, typer.Option("--forget-sentences", help="Do not store sentence_to_index (the JSON of every line's text)")
@@ -87,7 +95,7 @@ class EmbedJob:
     output_file: Path
     layers: str
     model: str | None
-    batch_size: int
+    batch_size: int | None  # None: batching.default_rows
     device: str
     forget_sentences: bool
     merge: bool | None
@@ -112,7 +120,7 @@ def elmo_command(
     weight_file: Annotated[Path | None, typer.Option("--weight-file", parser=InputFile())] = None,
     model: ElmoModel = None,
     catalog: Catalog = None,
-    batch_size: BatchSize = 64,
+    batch_size: BatchSize = None,
     stateful: Annotated[
         bool, typer.Option("--stateful", help="Carry LSTM state across batches (AllenNLP behaviour); one process")
     ] = False,
@@ -150,7 +158,7 @@ def cove_command(
     average: AverageLayers = False,
     model: CoveModel = None,
     catalog: Catalog = None,
-    batch_size: BatchSize = 64,
+    batch_size: BatchSize = None,
     device: Device = "cpu",
     precision: Precision = "fp32",
     forget_sentences: ForgetSentences = False,
@@ -196,7 +204,7 @@ def _check(job: EmbedJob, processes: int | None) -> None:
     """The options' ranges and what OUTPUT may be, before anything is read or written."""
     if processes is not None and "WORLD_SIZE" in os.environ:
         raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
-    if not 1 <= job.batch_size <= MAX_BATCH_SIZE:
+    if job.batch_size is not None and not 1 <= job.batch_size <= MAX_BATCH_SIZE:
         raise typer.BadParameter(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, got {job.batch_size}")
     cores = len(os.sched_getaffinity(0))
     most = max(cores, 2) if job.device == "cpu" else MAX_PROCESSES  # two ranks may always share a core

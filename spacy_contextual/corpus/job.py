@@ -25,6 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .. import __version__
+from ..batching import default_rows
 from ..embedders.embedder import CHUNK_BATCHES, Embedder
 from ..errors import ContextualError
 from ..runtime import RankTimeout, Runtime
@@ -74,7 +75,7 @@ def embed_corpus(
     layers: str = "all",
     *,
     encoder: dict,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     merge: bool | None = None,
     keep_sentences: bool = True,
     runtime: Runtime | None = None,
@@ -97,6 +98,7 @@ def embed_corpus(
             "processes; run it in one process, or leave out --stateful"
         )
     check_layer_choice(layers)
+    batch_size = batch_size or default_rows(embedder.keep_order)
     started = os.stat(corpus.path)
     total = corpus.count() if total is None else total
     parts = PartsFolder(Path(output), runtime.world_size, batch_size * CHUNK_BATCHES)

@@ -9,14 +9,27 @@ out, ELMo and CoVe alike (``embedder.Embedder``).
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from ..errors import ContextualError
 from ..hub.resolver import KINDS
 from ..types import PathLike
-from .cove import CoveEmbedder
-from .elmo import ElmoEmbedder
-from .embedder import Embedder
 
-EMBEDDERS = {"elmo": ElmoEmbedder, "cove": CoveEmbedder}
+if TYPE_CHECKING:
+    from .cove import CoveEmbedder
+    from .elmo import ElmoEmbedder
+    from .embedder import Embedder
+
+#: where each class lives: imported when first asked for, so that ELMo alone never loads the CoVe modules
+CLASSES = {"CoveEmbedder": ".cove", "ElmoEmbedder": ".elmo", "Embedder": ".embedder"}
+EMBEDDERS = {"elmo": "ElmoEmbedder", "cove": "CoveEmbedder"}
+
+
+def __getattr__(name: str):
+    if name in CLASSES:
+        return getattr(import_module(CLASSES[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_encoder(kind: str, name_or_path: PathLike | None = None, **kwargs) -> Embedder:
@@ -25,7 +38,7 @@ def load_encoder(kind: str, name_or_path: PathLike | None = None, **kwargs) -> E
     files); None or "default" = the bundled model."""
     if kind not in EMBEDDERS:
         raise ContextualError(f"unknown encoder {kind!r}: choose one of {', '.join(KINDS)}")
-    return EMBEDDERS[kind].load(name_or_path, **kwargs)
+    return __getattr__(EMBEDDERS[kind]).load(name_or_path, **kwargs)
 
 
 __all__ = ["CoveEmbedder", "ElmoEmbedder", "Embedder", "load_encoder"]

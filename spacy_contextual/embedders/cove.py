@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..batching import plan_batches
+from ..batching import MAX_BATCH_TOKENS, plan_batches
 from ..devices import resolve_device
 from ..errors import ContextualError
 from ..formats.cove_dir import MT_KIND, load_translator, longest_training_sentence, model_kind
@@ -47,7 +47,7 @@ class CoveEmbedder(Embedder):
         translator: Translator | None = None,
         target_vocab: Sequence[str] | None = None,
         device: str | torch.device = "cpu",
-        max_batch_tokens: int = 4096,
+        max_batch_tokens: int = MAX_BATCH_TOKENS,
         precision: str = "fp32",
         longest_training_sentence: int | None = None,
     ):

@@ -16,13 +16,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from ..batching import MAX_BATCH_TOKENS
 from ..devices import resolve_device
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.detect import load_elmo
 from ..hub.resolver import resolve_model_dir
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
-from ..precision import cast_weights, resolve_precision
+from ..precision import DTYPES, cast_weights, resolve_precision
 from ..types import PathLike
 from .embedder import Embedder
 
@@ -32,7 +33,7 @@ class ElmoEmbedder(Embedder):
         self,
         bilm: BiLM,
         device: str | torch.device = "cpu",
-        max_batch_tokens: int = 4096,
+        max_batch_tokens: int = MAX_BATCH_TOKENS,
         token_cache_size: int = 50_000,
         precision: str = "fp32",
     ):
@@ -50,13 +51,15 @@ class ElmoEmbedder(Embedder):
 
     @classmethod
     def from_bilm_tf(cls, options_file: PathLike, weight_file: PathLike, stateful: bool = False, **kwargs):
-        return cls(load_bilm_tf(options_file, weight_file, stateful=stateful), **kwargs)
+        dtype = _weights_dtype(**kwargs)
+        return cls(load_bilm_tf(options_file, weight_file, stateful=stateful, dtype=dtype), **kwargs)
 
     @classmethod
     def load(cls, model: PathLike | None = None, stateful: bool = False, **kwargs) -> ElmoEmbedder:
         """A model directory in any ELMo format (ours, ELMoForManyLangs, bilm-tf: ``formats/detect.py``),
         or the bundled default when ``model`` is None or "default"."""
-        return cls(load_elmo(resolve_model_dir("elmo", model), stateful=stateful), **kwargs)
+        bilm = load_elmo(resolve_model_dir("elmo", model), stateful=stateful, dtype=_weights_dtype(**kwargs))
+        return cls(bilm, **kwargs)
 
     @property
     def token_cache_size(self) -> int:
@@ -84,5 +87,17 @@ class ElmoEmbedder(Embedder):
         if not sentences:
             return []
         activations, _ = self.bilm.encode_sentences(sentences, self.token_cache)
-        stacked = torch.stack(activations, dim=1).float().cpu().numpy()  # (B, L, T+2, 2P)
-        return [stacked[row, :, 1 : len(s) + 1].copy() for row, s in enumerate(sentences)]
+        layers = [layer.cpu() for layer in activations]  # L x (B, T+2, 2P), in the weights' dtype
+        arrays = []
+        for row, sentence in enumerate(sentences):  # each sentence's values copied once, widened as they go
+            array = torch.empty(len(layers), len(sentence), self.output_dim)
+            for layer, values in zip(layers, array, strict=True):
+                values.copy_(layer[row, 1 : len(sentence) + 1])
+            arrays.append(array.numpy())
+        return arrays
+
+
+def _weights_dtype(device: str | torch.device = "cpu", precision: str = "fp32", **_) -> torch.dtype:
+    """The dtype a model is loaded in for ``ElmoEmbedder(..., device=, precision=)``: straight into its
+    precision's dtype, with no float32 copy first."""
+    return DTYPES[resolve_precision(precision, resolve_device(device))]

@@ -15,7 +15,7 @@ from itertools import islice
 
 import numpy as np
 
-from ..batching import plan_batches
+from ..batching import MAX_BATCH_TOKENS, default_rows, plan_batches
 
 CHUNK_BATCHES = 32  # sentences are read, sorted by length and batched batch_size * CHUNK_BATCHES at a time
 
@@ -28,7 +28,7 @@ class Embedder:
     #: each layer's own width; arrays are ``max(layer_widths)`` wide
     layer_widths: list[int]
 
-    def __init__(self, max_batch_tokens: int = 4096):
+    def __init__(self, max_batch_tokens: int = MAX_BATCH_TOKENS):
         self.max_batch_tokens = max_batch_tokens
 
     @property
@@ -49,8 +49,9 @@ class Embedder:
         """Run one batch as given (no reordering): per-sentence arrays (n_layers, n, width)."""
         raise NotImplementedError
 
-    def embed_sentences(self, sentences: Iterable[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
-        """One float32 array (n_layers, len(sentence), width) per sentence, in input order."""
+    def embed_sentences(self, sentences: Iterable[Sequence[str]], batch_size: int | None = None) -> list[np.ndarray]:
+        """One float32 array (n_layers, len(sentence), width) per sentence, in input order; ``batch_size``:
+        sentences per batch (default ``batching.default_rows``: 256, or 64 for a stateful encoder)."""
         return list(self.iter_embed(sentences, batch_size))
 
     def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
@@ -59,7 +60,7 @@ class Embedder:
     def iter_embed(
         self,
         sentences: Iterable[Sequence[str]],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         chunk_batches: int = CHUNK_BATCHES,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> Iterator[np.ndarray]:
@@ -67,6 +68,7 @@ class Embedder:
         batch at a time when ``keep_order``), batches that chunk, and yields the results in input order.
         ``on_batch(sentences, tokens)`` is called after each batch (for progress bars)."""
         iterator = iter(sentences)
+        batch_size = batch_size or default_rows(self.keep_order)
         chunk_size = batch_size if self.keep_order else batch_size * chunk_batches
         while True:
             chunk = [list(s) for s in islice(iterator, chunk_size)]

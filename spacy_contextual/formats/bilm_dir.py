@@ -61,20 +61,21 @@ def save_bilm(
     return save_model_dir(path, KIND, config, tensors, vocab=vocab, dtype=dtype)
 
 
-def load_bilm(path: PathLike, stateful: bool = False) -> BiLM:
+def load_bilm(path: PathLike, stateful: bool = False, dtype: torch.dtype = torch.float32) -> BiLM:
     """Either kind; the model's own class (``BiLM`` or ``ManyLangsBiLM``), built uninitialised and given
-    the loaded tensors themselves (every parameter is stored)."""
+    the loaded tensors themselves (every parameter is stored), floating-point ones in ``dtype``."""
     stored = read_config_file(path)
     if isinstance(stored, dict) and stored.get("kind") == MANYLANGS_KIND:
-        return load_manylangs_bilm(path, stateful)
+        return load_manylangs_bilm(path, stateful, dtype)
     config = read_model_config(path, KIND)
     bilm = build_within_budget(
         lambda: BiLM(BiLMConfig.from_dict(config["bilm"]), stateful=stateful),
         weight_files(path),
         str(Path(path) / CONFIG_NAME),
         initialise=False,
+        dtype=dtype,
     )
-    tensors = load_tensors(path)
+    tensors = load_tensors(path, dtype)
     state = {k: v for k, v in tensors.items() if not k.startswith(SOFTMAX_PREFIX)}
     load_matching_state(bilm, state, str(path), assign=True)
     return bilm
@@ -88,7 +89,7 @@ def load_softmax(path: PathLike) -> tuple[dict[str, torch.Tensor] | None, list[s
     return (softmax or None), load_vocab(path)
 
 
-def load_manylangs_bilm(path: PathLike, stateful: bool = False) -> ManyLangsBiLM:
+def load_manylangs_bilm(path: PathLike, stateful: bool = False, dtype: torch.dtype = torch.float32) -> ManyLangsBiLM:
     directory = Path(path)
     architecture = read_model_config(directory, MANYLANGS_KIND)["manylangs"]
     check_architecture(architecture, str(directory / CONFIG_NAME))
@@ -99,6 +100,7 @@ def load_manylangs_bilm(path: PathLike, stateful: bool = False) -> ManyLangsBiLM
         weight_files(directory),
         str(directory / CONFIG_NAME),
         initialise=False,
+        dtype=dtype,
     )
-    load_matching_state(bilm, load_tensors(directory), str(directory), assign=True)
+    load_matching_state(bilm, load_tensors(directory, dtype), str(directory), assign=True)
     return bilm

@@ -114,10 +114,13 @@ def _dataset(weights: h5py.File, name: str, shape: tuple[int, ...], path: Path, 
     return tensor
 
 
-def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool = False) -> BiLM:
+def load_bilm_tf(
+    options_file: PathLike, weight_file: PathLike, stateful: bool = False, dtype: torch.dtype = torch.float32
+) -> BiLM:
     """Build a :class:`BiLM` from bilm-tf files, validating every dataset's presence and shape; the
     options may only describe a model as large as the weight file justifies (``budget.py``). The
-    module is built uninitialised: every parameter is filled from the file."""
+    module is built uninitialised, in ``dtype``: every parameter is filled from the file (each dataset is
+    read as float32 and rounded to ``dtype`` as it is copied in)."""
     config = read_options(options_file)
     path = Path(weight_file)
     P = config.projection_dim
@@ -134,7 +137,7 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, stateful: bool =
         def read(name: str) -> torch.Tensor:
             return _dataset(weights, name, shapes[name], path, scratch)
 
-        bilm = build_within_budget(lambda: BiLM(config, stateful=stateful), [path], str(options_file), False)
+        bilm = build_within_budget(lambda: BiLM(config, stateful=stateful), [path], str(options_file), False, dtype)
         scratch = np.empty(max(int(np.prod(shape)) for shape in shapes.values()), dtype=np.float32)  # within budget
         encoder = bilm.token_encoder
         encoder.char_embedding.weight[0].zero_()

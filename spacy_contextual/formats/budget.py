@@ -14,7 +14,8 @@ they are tied); a config over the budget is refused in one line the moment the t
 Only then is ``build()`` run for real. The dry run draws no random numbers, so the real build is
 initialised exactly as without it. ``initialise=False`` (for loaders that fill every parameter and
 buffer from the file) skips the second build: the dry run's module is given uninitialised memory
-(``torch.empty``), so no random initialisation is computed only to be overwritten.
+(``torch.empty``), so no random initialisation is computed only to be overwritten; with ``dtype``
+its floating-point tensors are made in that dtype (a bf16 model loads straight into bf16 memory).
 """
 
 from __future__ import annotations
@@ -55,20 +56,29 @@ class _DryRun(TorchFunctionMode):
 
 
 def build_within_budget(
-    build: Callable[[], Built], weight_files: Iterable[Path], config_source: str, initialise: bool = True
+    build: Callable[[], Built],
+    weight_files: Iterable[Path],
+    config_source: str,
+    initialise: bool = True,
+    dtype: torch.dtype | None = None,
 ) -> Built:
     """``build()``, once a dry run has shown that it allocates no more than ``weight_files`` justify."""
     files = list(weight_files)
     weight_bytes = sum(file.stat().st_size for file in files)
-    return build_within_bytes(build, weight_bytes, ", ".join(map(str, files)), config_source, initialise)
+    return build_within_bytes(build, weight_bytes, ", ".join(map(str, files)), config_source, initialise, dtype)
 
 
 def build_within_bytes(
-    build: Callable[[], Built], weight_bytes: int, weights: str, config_source: str, initialise: bool = True
+    build: Callable[[], Built],
+    weight_bytes: int,
+    weights: str,
+    config_source: str,
+    initialise: bool = True,
+    dtype: torch.dtype | None = None,
 ) -> Built:
     """``build()``, once a dry run has shown that it allocates no more than ``weight_bytes`` of stored
     weights (``weights`` names them) justify; ``initialise=False``: a module whose parameters and buffers
-    hold uninitialised memory, for the caller to fill."""
+    hold uninitialised memory, for the caller to fill, its floating-point ones in ``dtype`` if given."""
     limit = ALLOCATION_FACTOR * weight_bytes + SLACK_BYTES
     refusal = (
         f"{config_source} describes a model larger than its weights ({weights}, {limit:,} bytes at most as loaded): "
@@ -77,5 +87,9 @@ def build_within_bytes(
     with _DryRun(limit, refusal):
         planned = build()
     if not initialise:  # Module.to_empty would do, but its meta-tensor path imports sympy (0.4 s)
-        return planned._apply(lambda tensor: torch.empty(tensor.shape, dtype=tensor.dtype))
+        return planned._apply(lambda tensor: torch.empty(tensor.shape, dtype=_dtype(tensor, dtype)))
     return build()
+
+
+def _dtype(tensor: torch.Tensor, floating: torch.dtype | None) -> torch.dtype:
+    return floating if floating is not None and tensor.is_floating_point() else tensor.dtype

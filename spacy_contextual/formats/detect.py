@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from ..errors import ContextualError, ModelDirError
 from ..models.bilm import BiLM
 from ..models.cove_layers import CoveLayers
@@ -72,15 +74,15 @@ def cove_pth_files(path: PathLike) -> tuple[Path, Path]:
     return _one(directory, ("*.pth",)), _one(directory, GLOVE_PATTERNS)
 
 
-def load_elmo(path: PathLike, stateful: bool = False) -> BiLM:
-    """The biLM of an ELMo model directory in any of the ELMo formats."""
+def load_elmo(path: PathLike, stateful: bool = False, dtype: torch.dtype = torch.float32) -> BiLM:
+    """The biLM of an ELMo model directory in any of the ELMo formats, its weights in ``dtype``."""
     found = detect_format(path)
     if found == OURS:
-        return load_bilm(path, stateful=stateful)
+        return load_bilm(path, stateful=stateful, dtype=dtype)
     if found == MANYLANGS:
-        return load_manylangs(path, stateful=stateful)
+        return load_manylangs(path, stateful=stateful, dtype=dtype)
     if found == BILM_TF:
-        return load_bilm_tf(*bilm_tf_files(path), stateful=stateful)
+        return load_bilm_tf(*bilm_tf_files(path), stateful=stateful, dtype=dtype)
     raise ModelDirError(f"{path} holds a CoVe model (a .pth and GloVe vectors), not an ELMo model; use it as cove")
 
 

@@ -256,13 +256,13 @@ def ours_from_original(config: ManyLangsConfig, state: dict[str, torch.Tensor]) 
     return out
 
 
-def load_manylangs(path: PathLike, stateful: bool = False) -> ManyLangsBiLM:
-    """Built on the meta device (no random initialisation) and given the read tensors themselves."""
+def load_manylangs(path: PathLike, stateful: bool = False, dtype: torch.dtype = torch.float32) -> ManyLangsBiLM:
+    """Built on the meta device (no random initialisation) and given the read tensors themselves, in ``dtype``."""
     config, state = read_manylangs(path)
     with torch.device("meta"):
         bilm = ManyLangsBiLM(config, stateful=stateful)
     bilm.load_state_dict(state, assign=True)
-    return bilm.eval()
+    return bilm.to(dtype).eval()
 
 
 def _read_json(path: Path) -> Any:

@@ -9,28 +9,29 @@ With x_t the layer input and (h_{t-1}, c_{t-1}) the carried state, in bilm-tf's 
 How it runs (the three matrix products are nearly all of the time on a CPU):
 
 * Rows are sorted by length, so the rows still inside their sentence are the first ``rows`` and the
-  active batch only shrinks; padding is never computed.
-* The gate pre-activations are computed transposed, z^T = W_h h^T + (W_x x_t + b)^T of shape (4D, rows),
-  and c is kept transposed, (D, rows): with the weight as the left operand MKL runs these products
-  10-40 % faster than ``h @ W_h.T`` on a 2-core Zen 3 (``benchmarks/sgemm_peak.py``), and each gate
-  is a contiguous block of rows.
-* W_x x + b is one product per block of steps whose gate inputs fill at most ``BLOCK_BYTES``, not one
-  over the whole (B, T) batch: at the original size that would be a (B, T, 4D) buffer of hundreds of
-  MB, and the C allocator (glibc) maps memory that large afresh, page faults and all, on every call,
-  while it reuses blocks under 32 MiB. Blocks of a few hundred positions or more keep the product
-  as fast as one over the whole batch.
-* Low precision (weights cast to bf16 or fp16 once, ``precision.py``): the three products
-  take bf16 operands; their results are added to float32 (W_x x + b and the gates), so the gates, the
-  cell state c and the cell clipping stay float32, and h is rounded to the weights' dtype once per
-  step, where it enters W_P and W_h (clipping the rounded W_P h at +-proj_clip equals rounding the
-  clipped one). float32 weights run exactly the float32 code. A low-precision product is widened to
-  float32 in one vectorised pass and the float32 part added to it in place: a mixed-dtype add converts
-  element by element and costs more than the product.
+  active batch only shrinks; padding is never computed, except that a step computes
+  ``padded_rows(rows)`` columns, a multiple of 16: the matrix kernels handle whole blocks of columns
+  far faster than a remainder, and the extra columns (rows past their end) are dropped.
+* Everything is kept transposed, one column per row: z^T (4D, rows), c^T (D, rows), h^T (P, rows).
+  With the weight as the left operand the products run 10-40 % faster than ``h @ W.T``
+  (``benchmarks/sgemm_peak.py``), each gate is a contiguous block of rows, and W_P (o * tanh(c))^T
+  gives the next step's h^T as W_h needs it.
+* float32 (exact): W_x x + b is one product per block of steps whose gate inputs fill at most
+  ``BLOCK_BYTES``, not one over the whole (B, T) batch: at the original size that would be a (B, T,
+  4D) buffer of hundreds of MB, which the C allocator (glibc) maps afresh, page faults and all, on
+  every call, while it reuses blocks under 32 MiB. Each step adds W_h h^T to its columns (``addmm``).
+* Low precision (weights cast to bf16 or fp16 once, ``precision.py``): each step is one product,
+  z^T = [W_x | W_h] [x_t; h_{t-1}]^T + b, its two halves summed in float32 inside the kernel, rounded
+  to the weights' dtype once, then widened in one vectorised pass with b added in place (a mixed-dtype
+  add would convert element by element). The joined weight is made once (``_joined_weights``). The
+  gates, the cell state c and the cell clipping stay float32, and h is rounded to the weights' dtype
+  once per step, where it enters W_P and W_h (clipping the rounded W_P h at +-proj_clip equals
+  rounding the clipped one).
 * Without autograd and autocast (inference in a set precision), each step's gates are written into
-  one buffer reused by every step (``addmm(..., out=)``), and the non-linearities, the cell update and
-  the clipping run in place there and in c: about half the passes over memory of the out-of-place
-  step that autograd needs, and no fresh allocation per step. Both give the same bits
-  (``c * f + (i * j)`` in that order, never a fused multiply-add).
+  one buffer reused by every step, and the non-linearities, the cell update and the clipping run in
+  place there and in c: about half the passes over memory of the out-of-place step that autograd
+  needs, and no fresh allocation per step. Both give the same bits (``c * f + (i * j)`` in that
+  order, never a fused multiply-add).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from torch import nn
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h (B, P), c (B, D))
 
+ROW_MULTIPLE = 16
 BLOCK_BYTES = 30 * 2**20  # under glibc's 32 MiB mmap limit: 480 (step, row) positions at D = 4096, 1920 at D = 1024
 
 
@@ -65,6 +67,7 @@ class ProjectedLSTM(nn.Module):
         self.state_linearity = nn.Linear(projection_dim, 4 * cell_dim, bias=True)
         project = always_project or projection_dim < cell_dim  # bilm-tf stores W_P only when P < dim
         self.state_projection = nn.Linear(cell_dim, projection_dim, bias=False) if project else None
+        self._joined: tuple | None = None  # the low-precision step's [W_x | W_h] (_joined_weights)
 
     @property
     def cell_dtype(self) -> torch.dtype:
@@ -95,46 +98,60 @@ class ProjectedLSTM(nn.Module):
         restore = torch.empty_like(order)
         restore[order] = torch.arange(batch, device=order.device)
         w_x, w_h = self.input_linearity.weight, self.state_linearity.weight  # (4D, input_dim), (4D, P)
+        low_precision = w_h.dtype != self.cell_dtype
         x = inputs.index_select(0, order).to(w_x.dtype)
-        h = state[0].index_select(0, order).to(w_h.dtype)  # (rows, P)
+        h_t = state[0].index_select(0, order).t().to(w_h.dtype).contiguous()  # h transposed: (P, rows)
         c_t = state[1].index_select(0, order).t().to(self.cell_dtype).contiguous()  # c transposed: (D, rows), own
         bias = self._gate_bias()[:, None]
-        add_product = torch.addmm if w_h.dtype == self.cell_dtype else add_low_precision_product
-        w_p = self.state_projection.weight.t() if self.state_projection is not None else None  # (D, P)
+        w_p = self.state_projection.weight if self.state_projection is not None else None  # (P, D)
         D = self.cell_dim
         active_rows = (sorted_lengths[None, :] > torch.arange(steps, device=lengths.device)[:, None]).sum(1).tolist()
         max_len = int(sorted_lengths[0]) if batch else 0
-        block_steps = max(1, BLOCK_BYTES // (4 * D * bias.element_size() * max(batch, 1)))
+        in_place = not torch.is_grad_enabled() and not torch.is_autocast_enabled(inputs.device.type)
+        gates = bias.new_empty(4 * D * batch) if in_place else None  # room for z_t, reused by every step
+        if low_precision:
+            w_xh = self._joined_weights()  # [W_x | W_h]
+            x_steps = x.permute(1, 2, 0).contiguous()  # x_t^T for every step: (T, input_dim, B)
+            product = w_h.new_empty(4 * D * batch) if in_place else None  # room for the low-precision product
+        else:
+            block_steps = max(1, BLOCK_BYTES // (4 * D * bias.element_size() * max(batch, 1)))
 
         finished_h: list[torch.Tensor] = []
         finished_c: list[torch.Tensor] = []
-        outputs: list[torch.Tensor] = []
-        buffers = None
-        if not torch.is_grad_enabled() and not torch.is_autocast_enabled(inputs.device.type):  # see _cell
-            gates = bias.new_empty(4 * D * batch)
-            buffers = gates, (w_h.new_empty(gates.shape) if add_product is not torch.addmm else None)
+        outputs: list[torch.Tensor] = []  # h_t^T (P, batch) per step
+        live = batch  # rows whose final state is not yet taken; the state tensors hold `columns` >= live
         for t in range(max_len):
             rows = active_rows[t]
-            if rows < h.shape[0]:
-                finished_h.append(h[rows:])
-                finished_c.append(c_t[:, rows:].t())
-                h, c_t = h[:rows], c_t[:, :rows].contiguous()  # contiguous: c_t is updated in place
-            if t % block_steps == 0:  # (W_x x + b)^T of the next block_steps steps, step-major columns
-                block = x[:rows, t : t + block_steps].transpose(0, 1).reshape(-1, x.shape[2])
-                inputs_w_t = add_product(bias, w_x, block.t())  # (4D, steps * block_rows)
-                block_rows = rows
-            first = (t % block_steps) * block_rows
-            h, c_t = self._cell(inputs_w_t[:, first : first + rows], h, c_t, add_product, buffers)
+            if rows < live:  # rows rows.. live-1 ended at the last step: keep their state (c_t changes in place)
+                finished_h.append(h_t[:, rows:live].t())
+                finished_c.append(c_t[:, rows:live].t().clone())
+                live = rows
+            columns = padded_rows(rows, batch, not low_precision)
+            if columns < h_t.shape[1]:
+                h_t, c_t = h_t[:, :columns].contiguous(), c_t[:, :columns].contiguous()  # c_t is updated in place
+            room = None if gates is None else gates[: 4 * D * columns].view(4 * D, columns)
+            if low_precision:  # z_t^T = [W_x | W_h] [x_t; h_{t-1}]^T + b: one product, summed in the kernel
+                xh = torch.cat([x_steps[t, :, :columns], h_t])
+                z_t = low_precision_product(bias, w_xh, xh, room, product)
+            else:  # (W_x x + b)^T of the next block_steps steps at once (step-major columns), then + W_h h^T
+                if t % block_steps == 0:
+                    block = x[:columns, t : t + block_steps].transpose(0, 1).reshape(-1, x.shape[2])
+                    inputs_w_t = torch.addmm(bias, w_x, block.t())  # (4D, steps * block_columns)
+                    block_columns = columns
+                first = (t % block_steps) * block_columns
+                inputs_w = inputs_w_t[:, first : first + columns]
+                z_t = torch.addmm(inputs_w, w_h, h_t) if room is None else torch.addmm(inputs_w, w_h, h_t, out=room)
+            h_t, c_t = self._cell(z_t, c_t, in_place)
             if w_p is not None:
-                h = h.mm(w_p)
+                h_t = w_p.mm(h_t)  # (P, columns)
             if self.proj_clip is not None:
-                h = h.clamp(-self.proj_clip, self.proj_clip)
-            outputs.append(nn.functional.pad(h, (0, 0, 0, batch - rows)) if rows < batch else h)
-        finished_h.append(h)
-        finished_c.append(c_t.t())
+                h_t = h_t.clamp(-self.proj_clip, self.proj_clip)
+            outputs.append(nn.functional.pad(h_t[:, :rows], (0, batch - rows)) if rows < batch else h_t)
+        finished_h.append(h_t[:, :live].t())
+        finished_c.append(c_t[:, :live].t())
 
         if outputs:
-            out = torch.stack(outputs, dim=1)
+            out = torch.stack(outputs).permute(2, 0, 1)  # (T, P, B) -> (B, T, P)
             if max_len < steps:
                 out = nn.functional.pad(out, (0, 0, 0, steps - max_len))
         else:
@@ -143,44 +160,77 @@ class ProjectedLSTM(nn.Module):
         final_c = torch.cat(finished_c[::-1], 0)
         return out.index_select(0, restore), (final_h.index_select(0, restore), final_c.index_select(0, restore))
 
-    def _cell(
-        self,
-        inputs_w: torch.Tensor,
-        h: torch.Tensor,
-        c_t: torch.Tensor,
-        add_product,
-        buffers: tuple[torch.Tensor, torch.Tensor | None] | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step before the projection: (W_x x_t + b)^T (4D, rows), h_{t-1} (rows, P) and c_{t-1}^T
-        (D, rows) -> (o * tanh(c_t))^T (rows, D) in the weights' dtype, and c_t^T. Without ``buffers``
-        (autograd): out of place. With them (``gates``: float32 room for z_t, ``product``: room for the
-        low-precision W_h h, or None for float32 weights): the same operations in place, in the reused
-        buffer and in ``c_t``, which the caller owns; float32 results are bitwise the same."""
-        D, rows = self.cell_dim, h.shape[0]
-        w_h = self.state_linearity.weight
-        if buffers is None:
-            z_t = add_product(inputs_w, w_h, h.t())
+    def _cell(self, z_t: torch.Tensor, c_t: torch.Tensor, in_place: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step after the gate pre-activations: z_t^T (4D, rows) and c_{t-1}^T (D, rows) -> (o *
+        tanh(c_t))^T (D, rows) in the weights' dtype, and c_t^T. ``in_place`` (no autograd): the same
+        operations in z_t and c_t, which the caller owns; the results are bitwise the same."""
+        D, dtype = self.cell_dim, self.state_linearity.weight.dtype
+        if not in_place:
             i, j, f, o = torch.sigmoid(z_t[:D]), torch.tanh(z_t[D : 2 * D]), *torch.sigmoid(z_t[2 * D :]).chunk(2)
             c_t = f * c_t + i * j
             if self.cell_clip is not None:
                 c_t = c_t.clamp(-self.cell_clip, self.cell_clip)
-            return (o * torch.tanh(c_t)).t().to(w_h.dtype), c_t
-        gates, product = buffers
-        z_t = gates[: 4 * D * rows].view(4 * D, rows)
-        if product is None:
-            torch.addmm(inputs_w, w_h, h.t(), out=z_t)
-        else:  # the low-precision product widened into z_t (one vectorised pass), then the input part added
-            z_t.copy_(torch.mm(w_h, h.t(), out=product[: 4 * D * rows].view(4 * D, rows)))
-            z_t.add_(inputs_w)
+            return (o * torch.tanh(c_t)).to(dtype), c_t
         i, j, f, o = z_t[:D].sigmoid_(), z_t[D : 2 * D].tanh_(), *z_t[2 * D :].sigmoid_().chunk(2)
         c_t.mul_(f).add_(i.mul_(j))  # not addcmul_, which fuses a multiply-add and rounds differently
         if self.cell_clip is not None:
             c_t.clamp_(-self.cell_clip, self.cell_clip)
-        return torch.tanh(c_t).mul_(o).t().to(w_h.dtype), c_t
+        return torch.tanh(c_t).mul_(o).to(dtype), c_t
+
+    def _joined_weights(self) -> torch.Tensor:
+        """[W_x | W_h] (4D, input_dim + P), the low-precision step's one weight. While autograd needs the
+        weights' gradients it is joined afresh (differentiably) at every call; otherwise it is kept and
+        joined again only when either weight has changed: the cache holds views of the weights it was
+        made from (so their memory cannot be reused by another tensor) and their version counters."""
+        weights = (self.input_linearity.weight, self.state_linearity.weight)
+        if torch.is_grad_enabled() and any(weight.requires_grad for weight in weights):
+            return torch.cat(weights, 1)
+        if self._joined is not None:
+            views, versions, joined = self._joined
+            if all(map(_same_tensor, weights, views, versions)):
+                return joined
+        views = tuple(weight.detach() for weight in weights)
+        self._joined = views, tuple(weight._version for weight in weights), torch.cat(views, 1)
+        return self._joined[2]
 
 
-def add_low_precision_product(accumulated: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``accumulated + a @ b`` in ``accumulated``'s (float32) dtype, for bf16/fp16 ``a`` and ``b``: the
+def padded_rows(rows: int, batch: int, full_precision: bool) -> int:
+    """How many rows (columns of the transposed state) a step computes: ``rows`` rounded up to a
+    multiple of ``ROW_MULTIPLE``, at most ``batch``. The matrix kernels handle whole blocks of 16
+    columns far faster than a remainder (float32 at 2x4096_512: 63 rows 7.5 ms, 64 rows 4.5 ms;
+    ``benchmarks/lstm_rows.py``). A single float32 row stays one: its matrix-vector product is faster
+    still. The extra columns belong to rows past their end; each column of a product depends on its
+    own column only, so they are computed and dropped."""
+    if rows == 1 and full_precision:
+        return 1
+    return min(batch, -(-rows // ROW_MULTIPLE) * ROW_MULTIPLE)
+
+
+def low_precision_product(
+    bias: torch.Tensor,
+    weight: torch.Tensor,
+    inputs: torch.Tensor,
+    room: torch.Tensor | None = None,
+    product_room: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``bias + weight @ inputs`` in ``bias``'s (float32) dtype, for bf16/fp16 ``weight`` and ``inputs``: the
     product is computed in their dtype (float32 accumulation inside the kernel), widened in one vectorised
-    pass and ``accumulated`` added to it in place (a mixed-dtype add would convert element by element)."""
-    return torch.mm(a, b).to(accumulated.dtype).add_(accumulated)
+    pass and the bias added in place (a mixed-dtype add would convert element by element). With ``room``
+    (float32) and ``product_room`` (flat, the weight's dtype, at least as large): written there."""
+    if room is None:
+        return torch.mm(weight, inputs).to(bias.dtype).add_(bias)
+    product = torch.mm(weight, inputs, out=product_room[: room.numel()].view(room.shape))
+    return room.copy_(product).add_(bias)
+
+
+def _same_tensor(tensor: torch.Tensor, held: torch.Tensor, version: int) -> bool:
+    """``tensor`` is (a view like) ``held`` and unchanged since ``version``: ``held`` keeps its memory alive,
+    so an equal address is the same memory."""
+    return (
+        tensor.data_ptr() == held.data_ptr()
+        and tensor.shape == held.shape
+        and tensor.stride() == held.stride()
+        and tensor.dtype == held.dtype
+        and tensor.device == held.device
+        and tensor._version == version
+    )
