@@ -4,7 +4,9 @@ Random weights (``common.random_bilm``) at the small size (2x1024_128, 2048-filt
 and the original size (2x4096_512, 2 highway), saved twice: as our model directory (for
 ``spacy-contextual elmo --model DIR``) and as bilm-tf ``options.json`` + ``weights.hdf5`` (for
 ``allennlp_elmo.py``, AllenNLP's ``_ElmoBiLm`` in its own venv). Input: the first lines of
-../shared/data/lm_corpus/valid.txt.gz. Every command is a fresh process; seconds are wall time of the
+../shared/data/lm_corpus/valid.txt.gz. Ours runs as ``python -m spacy_contextual elmo ...``, each tree
+through its own entry point (what the ``spacy-contextual`` script runs, its exit included). Every
+command is a fresh process; seconds are wall time of the
 whole process (imports, loading, writing HDF5), peak RSS and CPU seconds come from ``os.wait4`` on that
 process. The commands of one size run alternately, ``--rounds`` times, and each is reported by its
 fastest round; the load average before each round is printed, since other jobs share the CPU.
@@ -24,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ def commands(paths: dict[str, Path], out: Path, args: argparse.Namespace) -> dic
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     if args.threads:
         env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
-    ours = [shutil.which("spacy-contextual") or "spacy-contextual", "elmo", str(paths["input"])]
+    ours = [sys.executable, "-m", "spacy_contextual", "elmo", str(paths["input"])]  # the tree's own entry point
     model = ["--all", "--model", str(paths["model"])]
     if args.precision != "fp32":  # a --before tree may predate the option
         model += ["--precision", args.precision]

@@ -10,8 +10,10 @@ refused, never emptied. Line i belongs to rank i mod w; part ``part-RRRRR-SSSSSS
 lines of rank R's share from S * part_lines on (``part_lines`` of them, the last part fewer), as the
 same datasets as OUTPUT plus ``line_index`` and ``line_length``. Its attributes record the SHA-256 of
 the input lines it was made from (``input_sha256``), the input's size and mtime then, and the
-SHA-256 of its own data (``checksum``): a resumed run recomputes a damaged part, and OUTPUT is only
-assembled from parts whose input lines are, byte for byte, those of INPUT now. A part is written
+SHA-256 of its own data (``checksum``, computed from the arrays as they are written): a resumed run
+recomputes a damaged part, and OUTPUT is only assembled from parts whose input lines are, byte for
+byte, those of INPUT now. A part this process wrote, found with the same inode, size and mtime, is
+not read back to check its checksum again (``_WRITTEN``). A part is written
 under a temporary name and renamed once complete, so the folder only ever holds whole parts.
 ``run.json`` records what the parts were made with (encoder, model and input files, layers,
 batching, processes); a run with other settings is refused, not mixed in.
@@ -34,7 +36,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,8 @@ from ..text_files import read_json
 from ..writer import MARK, atomic_file, check_room, fsync_directory, fsync_file
 from .folder import MARKER, OWN_FILE, PartsError, disk_errors, parts_folder
 from .lines import Corpus
+
+_WRITTEN: set[tuple] = set()  # the stamps of the parts this process wrote (_stamp)
 
 RUN_FILE = "run.json"
 SENTENCE_INDEX = "sentence_to_index"
@@ -171,14 +175,15 @@ class PartsFolder:
         lengths = np.array([array.shape[-2] for array in arrays], dtype=np.int64)
         with disk_errors(path):
             check_room(path, sum(array.nbytes for array in arrays) + HDF5_OVERHEAD * (len(arrays) + 1))
+        datasets = {str(index): array for index, array in zip(indices, arrays, strict=True)}
+        datasets["line_index"], datasets["line_length"] = np.asarray(indices, dtype=np.int64), lengths
         with disk_errors(path), atomic_file(path) as temporary, h5py.File(temporary, "w") as part:
-            for index, array in zip(indices, arrays, strict=True):
-                part.create_dataset(str(index), data=array)
-            part.create_dataset("line_index", data=np.asarray(indices, dtype=np.int64))
-            part.create_dataset("line_length", data=lengths)
+            for name, array in datasets.items():
+                part.create_dataset(name, data=array)
             part.attrs["input_sha256"] = hashlib.sha256(b"".join(input_lines)).hexdigest()
             part.attrs["input_size"], part.attrs["input_mtime_ns"] = input_stat.st_size, input_stat.st_mtime_ns
-            part.attrs["checksum"] = _checksum(part)
+            part.attrs["checksum"] = _digest((name, datasets[name]) for name in sorted(datasets))
+        _WRITTEN.add(_stamp(path))
         return PartSummary(len(lengths), int(lengths.sum()))
 
     # -- OUTPUT ---------------------------------------------------------------------------------
@@ -293,23 +298,31 @@ class PartsFolder:
         return (path for path in self.folder.glob(pattern) if OWN_FILE.fullmatch(path.name))
 
 
-def _checksum(part: h5py.File) -> str:
-    """SHA-256 over a part's datasets (name, shape and bytes), in name order."""
+def _digest(datasets: Iterable[tuple[str, np.ndarray]]) -> str:
+    """A part's checksum: SHA-256 over its datasets (name, dtype, shape and bytes), given in name order."""
     digest = hashlib.sha256()
-    for name in sorted(part):
-        data = part[name][...]
+    for name, data in datasets:
         digest.update(f"{name}:{data.dtype.str}:{data.shape};".encode())
-        digest.update(np.ascontiguousarray(data).tobytes())
+        digest.update(np.ascontiguousarray(data).data)
     return digest.hexdigest()
 
 
 def _intact(path: Path) -> bool:
-    """The part can be read and its data hashes to its recorded checksum."""
+    """The part can be read and its data hashes to its recorded checksum (or this process wrote it, and
+    it is still the file it wrote)."""
     try:
+        if _stamp(path) in _WRITTEN:
+            return True
         with h5py.File(path, "r") as part:
-            return part.attrs.get("checksum") == _checksum(part)
+            return part.attrs.get("checksum") == _digest((name, part[name][...]) for name in sorted(part))
     except (OSError, KeyError, ValueError):
         return False
+
+
+def _stamp(path: Path) -> tuple:
+    """What tells a file this process wrote from any other: its path, inode, size and mtime."""
+    status = path.stat()
+    return str(path.resolve()), status.st_ino, status.st_size, status.st_mtime_ns
 
 
 def _create_virtual(out: h5py.File, name: bytes, source: str, shape: tuple[int, ...]) -> None:
