@@ -83,7 +83,7 @@ class CharCNN(nn.Module):
 
     def _max_pooled_features(self, ids: torch.Tensor) -> torch.Tensor:
         chars = self.char_embedding(ids).transpose(1, 2)
-        return torch.cat([self.activation(conv(chars).max(dim=-1).values) for conv in self.convolutions], dim=-1)
+        return torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         leading = char_ids.shape[:-1]
