@@ -4,8 +4,9 @@ Data: the first N lines of ../shared/data/lm_corpus/valid.txt.gz (real sentences
 Weights: random, at the small (2x1024_128, 2048-filter CNN, 1 highway) and original
 (2x4096_512, 2 highway) sizes.
 
-* exact path: ``ElmoEmbedder.iter_embed(batch_size=64)``: length-sorted batches under a token
-  budget, char CNN once per distinct word (LRU cache), clipped projected LSTMs that skip padding.
+* exact path: ``ElmoEmbedder.iter_embed`` with the tree's default batching (here 256 rows under
+  8192 padded positions, ``batching.py``): length-sorted batches under a token budget, char CNN once
+  per distinct word (LRU cache), clipped projected LSTMs that skip padding.
 * plain reference: batches of 64 in file order; the char CNN for every token; ``torch.nn.LSTM(proj_size=P)``
   stacks with ELMo's topology (separate forward and backward stacks, residual on layer 2), packed
   sequences, no clipping, no caching.
@@ -122,7 +123,7 @@ def measure(size: str, path: str, lines: int, threads: int, precision: str = "fp
             embedder = ElmoEmbedder(bilm, precision=precision)
             timer.time_method(embedder.bilm, "encode", "lstm")
             timer.time_method(embedder.token_cache, "token_vectors", "cnn")
-            for _ in embedder.iter_embed(sentences, batch_size=64):
+            for _ in embedder.iter_embed(sentences):
                 pass
         else:
             plain = PlainElmo(bilm).eval()

@@ -17,7 +17,9 @@ import numpy as np
 
 from ..batching import MAX_BATCH_TOKENS, default_rows, plan_batches
 
-CHUNK_BATCHES = 32  # sentences are read, sorted by length and batched batch_size * CHUNK_BATCHES at a time
+# sentences are read, sorted by length and batched batch_size * CHUNK_BATCHES at a time, and their arrays
+# held together: 2,048 sentences at the default 256 rows
+CHUNK_BATCHES = 8
 
 
 class Embedder:

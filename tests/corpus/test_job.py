@@ -46,16 +46,16 @@ def test_layout_matches_the_embedder(tmp_path, elmo, corpus):
 
 def test_resume_keeps_committed_parts_and_gives_the_same_output(tmp_path, elmo, corpus):
     out = tmp_path / "out.hdf5"
-    embed_corpus(elmo, corpus, out, "all", encoder=ENCODER, batch_size=1, merge=False, progress=False)
+    embed_corpus(elmo, corpus, out, "all", encoder=ENCODER, batch_size=4, merge=False, progress=False)
     parts = sorted((tmp_path / "out.hdf5.parts").glob("part-*.hdf5"))
-    assert len(parts) == 2  # 42 lines, 32 per part
+    assert len(parts) == 2  # 42 lines, 32 per part (8 batches of 4)
     first_index, first, virtual = read_output(out)
     assert all(virtual[key] for key in first if first[key].size)
     stamp = parts[0].stat().st_mtime_ns
     out.unlink()
     parts[1].unlink()  # as if killed while the second part was being written
     (tmp_path / "out.hdf5.parts" / "part-00000-000001.hdf5.tmp").write_bytes(b"half a part")
-    embed_corpus(elmo, corpus, out, "all", encoder=ENCODER, batch_size=1, merge=False, progress=False)
+    embed_corpus(elmo, corpus, out, "all", encoder=ENCODER, batch_size=4, merge=False, progress=False)
     assert parts[0].stat().st_mtime_ns == stamp and parts[1].is_file()  # the first part was not recomputed
     assert not list((tmp_path / "out.hdf5.parts").glob("*.tmp"))
     index, arrays, _ = read_output(out)

@@ -8,12 +8,12 @@ from spacy_contextual.corpus.folder import PartsError
 from spacy_contextual.corpus.job import embed_corpus
 from spacy_contextual.corpus.parts import PartsFolder
 
-LINES = ["the bank of the river .", "a b c"] * 40  # 80 lines: 3 parts of 32 at batch size 1
+LINES = ["the bank of the river .", "a b c"] * 40  # 80 lines: 3 parts of 32 at batch size 4
 ENCODER = {"kind": "elmo", "test": 1}
 
 
 def embed(elmo, corpus, out, **kwargs):
-    return embed_corpus(elmo, corpus, out, "top", encoder=ENCODER, batch_size=1, progress=False, **kwargs)
+    return embed_corpus(elmo, corpus, out, "top", encoder=ENCODER, batch_size=4, progress=False, **kwargs)
 
 
 def test_a_damaged_part_and_the_later_ones_are_recomputed(tmp_path, elmo, corpus):
