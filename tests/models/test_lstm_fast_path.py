@@ -215,3 +215,80 @@ def test_bf16_weights_keep_the_cell_in_float32_and_are_never_converted():
         expected, (_, expected_c), _ = reference_lstm(exact, inputs.double(), lengths)
     torch.testing.assert_close(outputs.double(), expected, atol=0.01 * float(expected.abs().max()), rtol=0.02)
     torch.testing.assert_close(c.double(), expected_c, atol=0.01 * float(expected_c.abs().max()), rtol=0.02)
+
+
+def test_padded_columns_of_rows_past_their_end_never_reach_an_output():
+    """More rows than ``ROW_MULTIPLE``: steps compute whole blocks of 16 columns, so rows that have ended
+    are computed on with garbage in them; their outputs stay zero and their final state is the one at
+    their last step, in the outputs, the final state and the gradients (float64 at 1e-10: over 40 steps
+    of these chaotic weights, float32 rounding alone grows past 1e-5)."""
+    dtype = torch.float64
+    lengths = torch.tensor([1, 2, 17, 40, 3, 0, 33, 16, 5, 40, 18, 2, 31, 1, 9, 12, 20, 7, 39, 4, 6, 38, 15, 10, 1])
+    assert len(lengths) > lstm_module.ROW_MULTIPLE
+    lstm = random_lstm(6, 16, 8, 3.0).to(dtype)
+    torch.manual_seed(4)
+    batch, steps = len(lengths), int(lengths.max())
+    inputs = torch.randn(batch, steps, 6, dtype=dtype) * 5  # past each length: not zero
+    state = (torch.randn(batch, 8, dtype=dtype), torch.randn(batch, 16, dtype=dtype))
+    leaves = [inputs.requires_grad_(), *lstm.parameters()]
+
+    outputs, final = lstm(inputs, lengths, state)
+    expected, expected_final, _ = reference_lstm(lstm, inputs, lengths, state)
+
+    torch.testing.assert_close(outputs, expected, **TOL[dtype])
+    torch.testing.assert_close(final[0], expected_final[0], **TOL[dtype])
+    torch.testing.assert_close(final[1], expected_final[1], **TOL[dtype])
+    with torch.no_grad():
+        in_place, in_place_final = lstm(inputs, lengths, state)
+    assert torch.equal(in_place, outputs.detach()) and torch.equal(in_place_final[1], final[1].detach())
+    if dtype == torch.float64:
+        for got, want in zip(
+            gradients(outputs, final, leaves), gradients(expected, expected_final, leaves), strict=True
+        ):
+            torch.testing.assert_close(got, want, **TOL[dtype])
+
+
+def test_padded_rows_are_whole_blocks_within_the_batch():
+    assert [lstm_module.padded_rows(rows, 40, True) for rows in (1, 2, 16, 17, 33, 39, 40)] == [
+        1,
+        16,
+        16,
+        32,
+        40,
+        40,
+        40,
+    ]
+    assert lstm_module.padded_rows(1, 40, False) == 16  # a low-precision single row: a block, not a vector product
+    assert lstm_module.padded_rows(3, 2, False) == 2
+
+
+def test_the_joined_low_precision_weight_follows_every_change_of_the_weights():
+    """The bf16 step's [W_x | W_h] is kept between calls: changing a weight in place, replacing it, or
+    casting the module gives the results of a module built afresh with those weights."""
+    lstm = random_lstm(6, 16, 8, 3.0).to(torch.bfloat16)
+    with torch.no_grad():
+        for parameter in lstm.parameters():
+            parameter.div_(6.0)
+    torch.manual_seed(5)
+    inputs, lengths = torch.randn(4, 7, 6), torch.tensor([7, 3, 5, 1])
+
+    def agrees_with_a_fresh_copy():
+        with torch.no_grad():
+            fresh = copy.deepcopy(lstm)
+            fresh._joined = None
+            return torch.equal(lstm(inputs, lengths)[0], fresh(inputs, lengths)[0])
+
+    assert agrees_with_a_fresh_copy()
+    with torch.no_grad():
+        lstm.state_linearity.weight.mul_(-1.0)  # in place: its version counter moves
+    assert agrees_with_a_fresh_copy()
+    lstm.input_linearity.weight = torch.nn.Parameter(lstm.input_linearity.weight.detach() * 0.5)  # replaced
+    assert agrees_with_a_fresh_copy()
+    lstm.half()  # cast: the dtype changes
+    with torch.no_grad():
+        assert lstm(inputs, lengths)[0].dtype == torch.float16
+    assert agrees_with_a_fresh_copy()
+    with torch.enable_grad():  # gradients reach both weights through the joined product
+        outputs, _ = lstm(inputs, lengths)
+        outputs.float().sum().backward()
+    assert lstm.input_linearity.weight.grad is not None and lstm.state_linearity.weight.grad is not None
