@@ -20,6 +20,9 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
   ``BLOCK_BYTES``, not one over the whole (B, T) batch: at the original size that would be a (B, T,
   4D) buffer of hundreds of MB, which the C allocator (glibc) maps afresh, page faults and all, on
   every call, while it reuses blocks under 32 MiB. Each step adds W_h h^T to its columns (``addmm``).
+  A batch of ``OWN_PRODUCT_ROWS`` rows or more has enough columns for an efficient product at every
+  step: there each step's W_x x + b is its own contiguous product, and W_h h^T is added to it where it
+  lies (``addmm_``), with no copy into the gates buffer (7 % at the small size).
 * Low precision (weights cast to bf16 or fp16 once, ``precision.py``): each step is one product,
   z^T = [W_x | W_h] [x_t; h_{t-1}]^T + b, its two halves summed in float32 inside the kernel, rounded
   to the weights' dtype once, then widened in one vectorised pass with b added in place (a mixed-dtype
@@ -42,6 +45,7 @@ from torch import nn
 State = tuple[torch.Tensor, torch.Tensor]  # (h (B, P), c (B, D))
 
 ROW_MULTIPLE = 16
+OWN_PRODUCT_ROWS = 128  # from this many rows on, each step's W_x x is a product of its own (see the docstring)
 BLOCK_BYTES = 30 * 2**20  # under glibc's 32 MiB mmap limit: 480 (step, row) positions at D = 4096, 1920 at D = 1024
 
 
@@ -114,7 +118,9 @@ class ProjectedLSTM(nn.Module):
             x_steps = x.permute(1, 2, 0).contiguous()  # x_t^T for every step: (T, input_dim, B)
             product = w_h.new_empty(4 * D * batch) if in_place else None  # room for the low-precision product
         else:
-            block_steps = max(1, BLOCK_BYTES // (4 * D * bias.element_size() * max(batch, 1)))
+            block_steps = (
+                1 if batch >= OWN_PRODUCT_ROWS else max(1, BLOCK_BYTES // (4 * D * bias.element_size() * max(batch, 1)))
+            )
 
         finished_h: list[torch.Tensor] = []
         finished_c: list[torch.Tensor] = []
@@ -140,7 +146,12 @@ class ProjectedLSTM(nn.Module):
                     block_columns = columns
                 first = (t % block_steps) * block_columns
                 inputs_w = inputs_w_t[:, first : first + columns]
-                z_t = torch.addmm(inputs_w, w_h, h_t) if room is None else torch.addmm(inputs_w, w_h, h_t, out=room)
+                if room is None:
+                    z_t = torch.addmm(inputs_w, w_h, h_t)
+                elif block_steps == 1:  # the step's own block, contiguous: W_h h^T is added where it lies
+                    z_t = inputs_w.addmm_(w_h, h_t)
+                else:
+                    z_t = torch.addmm(inputs_w, w_h, h_t, out=room)
             h_t, c_t = self._cell(z_t, c_t, in_place)
             if w_p is not None:
                 h_t = w_p.mm(h_t)  # (P, columns)
