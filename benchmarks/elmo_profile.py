@@ -12,7 +12,7 @@ Region time not inside any op is Python (the step loop and its bookkeeping) plus
 cost per op; the same run is also timed without the profiler. The LSTM FLOP/s counts
 2 * positions * (P*4D + P*4D + D*P) per direction and layer, positions with the boundaries.
 
-    python benchmarks/elmo_profile.py --size original --lines 300 --threads 1 [--top 25]
+    python benchmarks/elmo_profile.py --size original --lines 300 --threads 1 [--precision bf16] [--top 25]
 """
 
 from __future__ import annotations
@@ -55,21 +55,25 @@ def main() -> None:
     parser.add_argument("--size", default="original", choices=["small", "original"])
     parser.add_argument("--lines", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     sentences = read_sentences(args.lines)
     bilm = random_bilm(args.size)
     flops = lstm_flops(bilm.config, sum(len(s) + 2 for s in sentences))
-    print(f"{args.size}, {args.lines} lines, {args.threads} threads, load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{args.size}, {args.precision}, {args.lines} lines, {args.threads} threads, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
 
     with torch.no_grad():
-        embedder = ElmoEmbedder(bilm)
+        embedder = ElmoEmbedder(bilm, precision=args.precision)
         start = time.perf_counter()
         for _ in embedder.iter_embed(sentences):
             pass
         plain = time.perf_counter() - start
-        embedder = instrumented(ElmoEmbedder(bilm))
+        embedder = instrumented(ElmoEmbedder(bilm, precision=args.precision))
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
             start = time.perf_counter()
             for _ in embedder.iter_embed(sentences):

@@ -85,6 +85,15 @@ def in_process_unless_integration(request, monkeypatch):
         pytest.fail(f"this test starts a process ({started[0]}): mark it @pytest.mark.integration", pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fused_lstm_cell():
+    """The fused LSTM cell operator, built (a compiler run, the first time on a machine) or loaded from
+    torch's extension cache once, before any test: setting up, not a process a test starts."""
+    from spacy_contextual.models.fused_cell import cell_operator
+
+    cell_operator()
+
+
 @pytest.fixture(autouse=True)
 def no_model_downloads(tmp_path_factory, monkeypatch):
     """No test downloads a model: offline, with an empty cache of its own; the download tests serve

@@ -17,6 +17,7 @@ from util import tiny_config
 
 from spacy_contextual.models import lstm as lstm_module
 from spacy_contextual.models.bilm import BiLM, reverse_padded
+from spacy_contextual.models.fused_cell import SWITCH
 from spacy_contextual.models.lstm import ProjectedLSTM
 
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float64: dict(atol=1e-10, rtol=1e-10)}
@@ -102,8 +103,10 @@ def test_projected_lstm_equals_the_per_step_reference(
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("projection_dim, clip", [(8, 3.0), (24, None)], ids=["projection+clips", "plain"])
 def test_inference_in_place_equals_the_autograd_path_bitwise(monkeypatch, block_steps, dtype, projection_dim, clip):
-    """Without autograd the step runs in place in reused buffers (or, with a product of its own per step,
-    in that product); its results are the same bits, and the caller's state is left as it was."""
+    """Without autograd, and with the fused cell switched off (``test_fused_cell.py`` tests it), the step
+    runs as torch operations in place in reused buffers (or, with a product of its own per step, in that
+    product); its results are the same bits, and the caller's state is left as it was."""
+    monkeypatch.setenv(SWITCH, "0")
     lengths = torch.tensor([5, 9, 1, 0, 9, 3, 7])
     if block_steps == 0:  # as a batch of OWN_PRODUCT_ROWS rows or more runs
         monkeypatch.setattr(lstm_module, "OWN_PRODUCT_ROWS", 1)
