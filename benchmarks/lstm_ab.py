@@ -15,11 +15,12 @@ kept, and the median is reported with the GFLOP/s of its three products (W_x x, 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import os
 import statistics
 import sys
 import time
+import types
 from pathlib import Path
 
 import torch
@@ -30,11 +31,24 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def load_lstm_module(tree: Path, name: str):
-    """``spacy_contextual/models/lstm.py`` of ``tree`` as a module of its own (it imports only torch)."""
-    spec = importlib.util.spec_from_file_location(name, tree / "spacy_contextual" / "models" / "lstm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``spacy_contextual/models/lstm.py`` of ``tree`` as ``name.lstm``, where ``name`` is a package over
+    the tree's ``models`` folder (lstm.py imports torch and its sibling ``fused_cell`` only)."""
+    package = types.ModuleType(name)
+    package.__path__ = [str(tree / "spacy_contextual" / "models")]
+    sys.modules[name] = package
+    return importlib.import_module(f"{name}.lstm")
+
+
+def check_one_fused_cell(trees: list[Path]) -> None:
+    """One process holds one ``spacy_contextual`` operator library: trees whose fused cells differ are
+    compared as whole processes instead."""
+    sources = {(tree / "spacy_contextual" / "models" / "lstm_cell.cpp") for tree in trees}
+    texts = {source.read_text() for source in sources if source.exists()}
+    if len(texts) > 1:
+        sys.exit(
+            "the trees' fused LSTM cells (lstm_cell.cpp) differ, and one process can load only one of them: "
+            "compare them with cli_phases.py --before TREE (a process per run)"
+        )
 
 
 def measure(modules: dict, size: str, precision: str, rows: int, rounds: int) -> dict[str, dict[str, float]]:
@@ -83,6 +97,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    check_one_fused_cell([ROOT, args.before])
     modules = {"this tree": load_lstm_module(ROOT, "lstm_here"), "before": load_lstm_module(args.before, "lstm_before")}
     rows = []
     loads = [f"{os.getloadavg()[0]:.1f}"]

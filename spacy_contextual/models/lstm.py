@@ -16,13 +16,13 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
   With the weight as the left operand the products run 10-40 % faster than ``h @ W.T``
   (``benchmarks/sgemm_peak.py``), each gate is a contiguous block of rows, and W_P (o * tanh(c))^T
   gives the next step's h^T as W_h needs it.
-* float32 (exact): W_x x + b is one product per block of steps whose gate inputs fill at most
-  ``BLOCK_BYTES``, not one over the whole (B, T) batch: at the original size that would be a (B, T,
-  4D) buffer of hundreds of MB, which the C allocator (glibc) maps afresh, page faults and all, on
-  every call, while it reuses blocks under 32 MiB. Each step adds W_h h^T to its columns (``addmm``).
-  A batch of ``OWN_PRODUCT_ROWS`` rows or more has enough columns for an efficient product at every
-  step: there each step's W_x x + b is its own contiguous product, and W_h h^T is added to it where it
-  lies (``addmm_``), with no copy into the gates buffer (7 % at the small size).
+* float32 (exact): W_x x + b is one product per block of consecutive steps, each step's columns side by
+  side (``input_blocks``): a step of 256 rows is a product of its own, and the narrower steps near the
+  end of a batch, or of a small batch, share one, which reads W_x once for all of them. A block has at
+  most ``BLOCK_COLUMNS`` columns, so its output (16 MB at the original size) is still in cache when
+  the steps read it (1,920 columns at the small size was 10 % slower) and under the 32 MiB that the C
+  allocator (glibc) would map afresh, page faults and all, on every call. Each step adds W_h h^T to
+  its columns where they lie (``addmm_``).
 * Low precision (weights cast to bf16 or fp16 once, ``precision.py``): each step is one product,
   z^T = [W_x | W_h] [x_t; h_{t-1}]^T + b, its two halves summed in float32 inside the kernel, rounded
   to the weights' dtype once, then widened in one vectorised pass with b added in place (a mixed-dtype
@@ -30,14 +30,14 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
   gates, the cell state c and the cell clipping stay float32, and h is rounded to the weights' dtype
   once per step, where it enters W_P and W_h (clipping the rounded W_P h at +-proj_clip equals
   rounding the clipped one).
-* Without autograd and autocast (inference in a set precision), each step's gates are written into
-  one buffer reused by every step. On the CPU the non-linearities, the cell update, the clipping and
-  o * tanh(c) are then one pass of the fused cell (``fused_cell.py``), which also widens the
-  low-precision product and adds b: at the original size 1.25x faster than the torch operations in
-  float32 and 2.4x with bf16 weights (``benchmarks/README.md``), within a few 1e-7 of them in float32.
-  Without it (switched off, no compiler, another device) the same operations run in place in the
-  buffer and in c: the same bits as the out-of-place step autograd needs (``c * f + (i * j)`` in that
-  order, never a fused multiply-add), about half its passes over memory, no allocation per step.
+* Without autograd and autocast (inference in a set precision), no step allocates: products go into
+  buffers reused by every step. On the CPU the non-linearities, the cell update, the clipping and
+  o * tanh(c) are then one pass of the fused cell (``fused_cell.py``), which reads the gates where the
+  product left them, widens a low-precision product and adds b: at the original size 1.25x faster
+  than the torch operations in float32 and 2.4x with bf16 weights (``benchmarks/README.md``), within a
+  few 1e-7 of them in float32. Without it (switched off, no compiler, another device) the same
+  operations run in place on a contiguous copy of the gates and in c: the same bits as the
+  out-of-place step autograd needs (``c * f + (i * j)`` in that order, never a fused multiply-add).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from .fused_cell import fused_cell_operator
 State = tuple[torch.Tensor, torch.Tensor]  # (h (B, P), c (B, D))
 
 ROW_MULTIPLE = 16
-OWN_PRODUCT_ROWS = 128  # from this many rows on, each step's W_x x is a product of its own (see the docstring)
-BLOCK_BYTES = 30 * 2**20  # under glibc's 32 MiB mmap limit: 480 (step, row) positions at D = 4096, 1920 at D = 1024
+BLOCK_COLUMNS = 256  # the most (step, row) positions of one W_x x product: its output is read while in cache
+BLOCK_BYTES = 30 * 2**20  # and at most this many bytes, under glibc's 32 MiB mmap limit
 
 
 class ProjectedLSTM(nn.Module):
@@ -117,8 +117,9 @@ class ProjectedLSTM(nn.Module):
         active_rows = (sorted_lengths[None, :] > torch.arange(steps, device=lengths.device)[:, None]).sum(1).tolist()
         max_len = int(sorted_lengths[0]) if batch else 0
         in_place = not torch.is_grad_enabled() and not torch.is_autocast_enabled(inputs.device.type)
-        gates = bias.new_empty(4 * D * batch) if in_place else None  # room for z_t, reused by every step
+        step_columns = [padded_rows(rows, batch, not low_precision) for rows in active_rows[:max_len]]
         fused = fused_cell_operator(x.device, self.cell_dtype, w_h.dtype) if in_place else None
+        gates = bias.new_empty(4 * D * batch) if in_place and fused is None else None  # room for z_t (torch's cell)
         if fused is not None:
             fused_bias = bias.view(-1) if low_precision else None  # the float32 product already holds b
             cell_out = w_h.new_empty(D * batch) if w_p is not None else None  # for (o * tanh(c))^T, read by W_P at once
@@ -127,9 +128,10 @@ class ProjectedLSTM(nn.Module):
             x_steps = x.permute(1, 2, 0).contiguous()  # x_t^T for every step: (T, input_dim, B)
             product = w_h.new_empty(4 * D * batch) if in_place else None  # room for the low-precision product
         else:
-            block_steps = (
-                1 if batch >= OWN_PRODUCT_ROWS else max(1, BLOCK_BYTES // (4 * D * bias.element_size() * max(batch, 1)))
-            )
+            x_steps = x.transpose(0, 1).contiguous()  # x_t for every step: (T, B, input_dim)
+            block_columns = min(BLOCK_COLUMNS, BLOCK_BYTES // (4 * D * bias.element_size()))
+            blocks = iter(input_blocks(step_columns, max(1, block_columns)))
+            block_end = 0
 
         finished_h: list[torch.Tensor] = []
         finished_c: list[torch.Tensor] = []
@@ -141,29 +143,30 @@ class ProjectedLSTM(nn.Module):
                 finished_h.append(h_t[:, rows:live].t())
                 finished_c.append(c_t[:, rows:live].t().clone())
                 live = rows
-            columns = padded_rows(rows, batch, not low_precision)
+            columns = step_columns[t]
             if columns < h_t.shape[1]:
                 h_t, c_t = h_t[:, :columns].contiguous(), c_t[:, :columns].contiguous()  # c_t is updated in place
-            room = None if gates is None else gates[: 4 * D * columns].view(4 * D, columns)
             if low_precision:  # z_t^T = [W_x | W_h] [x_t; h_{t-1}]^T + b: one product, summed in the kernel
                 xh = torch.cat([x_steps[t, :, :columns], h_t])
                 if fused is not None:  # the fused cell widens the product and adds b
                     z_t = torch.mm(w_xh, xh, out=product[: 4 * D * columns].view(4 * D, columns))
                 else:
+                    room = None if gates is None else gates[: 4 * D * columns].view(4 * D, columns)
                     z_t = low_precision_product(bias, w_xh, xh, room, product)
-            else:  # (W_x x + b)^T of the next block_steps steps at once (step-major columns), then + W_h h^T
-                if t % block_steps == 0:
-                    block = x[:columns, t : t + block_steps].transpose(0, 1).reshape(-1, x.shape[2])
-                    inputs_w_t = torch.addmm(bias, w_x, block.t())  # (4D, steps * block_columns)
-                    block_columns = columns
-                first = (t % block_steps) * block_columns
+            else:  # (W_x x + b)^T of a block of steps at once (their columns side by side), then + W_h h^T
+                if t == block_end:
+                    block_end = next(blocks)
+                    block = torch.cat([x_steps[step, : step_columns[step]] for step in range(t, block_end)])
+                    inputs_w_t = torch.addmm(bias, w_x, block.t())  # (4D, the block's columns)
+                    first = 0
                 inputs_w = inputs_w_t[:, first : first + columns]
-                if room is None:
+                first += columns
+                if not in_place:
                     z_t = torch.addmm(inputs_w, w_h, h_t)
-                elif block_steps == 1:  # the step's own block, contiguous: W_h h^T is added where it lies
+                elif fused is not None:  # W_h h^T is added where W_x x + b lies; the fused cell reads it there
                     z_t = inputs_w.addmm_(w_h, h_t)
-                else:
-                    z_t = torch.addmm(inputs_w, w_h, h_t, out=room)
+                else:  # torch's element-wise operations in place, on a contiguous copy (the autograd path's bits)
+                    z_t = torch.addmm(inputs_w, w_h, h_t, out=gates[: 4 * D * columns].view(4 * D, columns))
             if fused is not None:
                 h_t = w_h.new_empty(D, columns) if cell_out is None else cell_out[: D * columns].view(D, columns)
                 fused(z_t, fused_bias, c_t, self.cell_clip, h_t)
@@ -219,6 +222,19 @@ class ProjectedLSTM(nn.Module):
         views = tuple(weight.detach() for weight in weights)
         self._joined = views, tuple(weight._version for weight in weights), torch.cat(views, 1)
         return self._joined[2]
+
+
+def input_blocks(step_columns: list[int], most_columns: int) -> list[int]:
+    """Where each block of steps ends: consecutive steps whose columns add up to at most ``most_columns``
+    (a step wider than that is a block of its own). Their W_x x products are one product."""
+    ends: list[int] = []
+    width = 0  # the columns of the block so far (every step has at least one)
+    for step, columns in enumerate(step_columns):
+        if width and width + columns > most_columns:
+            ends.append(step)
+            width = 0
+        width += columns
+    return [*ends, len(step_columns)] if step_columns else []
 
 
 def padded_rows(rows: int, batch: int, full_precision: bool) -> int:

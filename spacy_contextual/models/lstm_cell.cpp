@@ -1,7 +1,8 @@
 // The fused LSTM cell step: torch.ops.spacy_contextual.lstm_cell_ (built by models/fused_cell.py).
 //
-// With the gate pre-activations z^T = [z_i; z_j; z_f; z_o] (4D, cols), plus b (4D, one value per row) when
-// given, and the cell state c^T (D, cols), one pass over memory computes, column by column:
+// With the gate pre-activations z^T = [z_i; z_j; z_f; z_o] (4D, cols; its rows may lie further apart than
+// cols, as columns of a wider product do), plus b (4D, one value per row) when given, and the cell state c^T
+// (D, cols), one pass over memory computes, column by column:
 //
 //     c <- clip(sigmoid(z_f) * c + sigmoid(z_i) * tanh(z_j), +-cell_clip)      (in place)
 //     h  = sigmoid(z_o) * tanh(c)                                              (rounded to h's dtype)
@@ -74,18 +75,19 @@ inline void store(scalar_t* data, const Vec& values, int64_t count) {
 }
 
 template <typename gate_t, typename out_t, bool precise = std::is_same_v<gate_t, float>>
-void cell_step(const gate_t* z, const float* bias, float* c, out_t* h, int64_t D, int64_t cols,
+void cell_step(const gate_t* z, int64_t z_row, const float* bias, float* c, out_t* h, int64_t D, int64_t cols,
                std::optional<float> clip) {
-  const int64_t n = D * cols;  // one gate's block of z
+  const int64_t n = D * z_row;  // one gate's block of z; z_row: from one row of z to the next
   const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(cols, 1));
   at::parallel_for(0, D, grain, [&](int64_t begin, int64_t end) {
     for (int64_t d = begin; d < end; ++d) {
       const Vec b_i(bias ? bias[d] : 0.f), b_j(bias ? bias[D + d] : 0.f);
       const Vec b_f(bias ? bias[2 * D + d] : 0.f), b_o(bias ? bias[3 * D + d] : 0.f);
-      for (int64_t k = d * cols; k < (d + 1) * cols; k += kWidth) {
-        const int64_t count = std::min(kWidth, (d + 1) * cols - k);
-        Vec z_i = load(z + k, count), z_j = load(z + n + k, count);
-        Vec z_f = load(z + 2 * n + k, count), z_o = load(z + 3 * n + k, count);
+      const gate_t* z_d = z + d * z_row;
+      for (int64_t col = 0; col < cols; col += kWidth) {
+        const int64_t count = std::min(kWidth, cols - col), k = d * cols + col;
+        Vec z_i = load(z_d + col, count), z_j = load(z_d + n + col, count);
+        Vec z_f = load(z_d + 2 * n + col, count), z_o = load(z_d + 3 * n + col, count);
         if (bias) {
           z_i = z_i + b_i, z_j = z_j + b_j, z_f = z_f + b_f, z_o = z_o + b_o;
         }
@@ -105,8 +107,9 @@ void lstm_cell_(const at::Tensor& gates, const std::optional<at::Tensor>& bias, 
                 std::optional<double> cell_clip, const at::Tensor& h) {
   TORCH_CHECK(c.dim() == 2 && c.is_contiguous() && c.scalar_type() == at::kFloat, "c: a contiguous float32 (D, cols)");
   const int64_t D = c.size(0), cols = c.size(1);
-  TORCH_CHECK(gates.is_contiguous() && gates.dim() == 2 && gates.size(0) == 4 * D && gates.size(1) == cols,
-              "gates: contiguous (4D, cols)");
+  TORCH_CHECK(gates.dim() == 2 && gates.size(0) == 4 * D && gates.size(1) == cols &&
+                  (gates.stride(1) == 1 || cols == 1) && gates.stride(0) >= cols,
+              "gates: (4D, cols), each row contiguous");
   TORCH_CHECK(h.is_contiguous() && h.sizes() == c.sizes(), "h: contiguous (D, cols)");
   TORCH_CHECK(!bias || (bias->is_contiguous() && bias->numel() == 4 * D && bias->scalar_type() == at::kFloat),
               "bias: 4D float32 values");
@@ -114,13 +117,14 @@ void lstm_cell_(const at::Tensor& gates, const std::optional<at::Tensor>& bias, 
   const float* b = bias ? bias->data_ptr<float>() : nullptr;
   const std::optional<float> clip = cell_clip ? std::optional<float>(static_cast<float>(*cell_clip)) : std::nullopt;
   float* state = c.data_ptr<float>();
+  const int64_t row = gates.stride(0);
   switch (gates.scalar_type()) {
     case at::kFloat:
-      return cell_step(gates.data_ptr<float>(), b, state, h.data_ptr<float>(), D, cols, clip);
+      return cell_step(gates.data_ptr<float>(), row, b, state, h.data_ptr<float>(), D, cols, clip);
     case at::kBFloat16:
-      return cell_step(gates.data_ptr<at::BFloat16>(), b, state, h.data_ptr<at::BFloat16>(), D, cols, clip);
+      return cell_step(gates.data_ptr<at::BFloat16>(), row, b, state, h.data_ptr<at::BFloat16>(), D, cols, clip);
     case at::kHalf:
-      return cell_step(gates.data_ptr<at::Half>(), b, state, h.data_ptr<at::Half>(), D, cols, clip);
+      return cell_step(gates.data_ptr<at::Half>(), row, b, state, h.data_ptr<at::Half>(), D, cols, clip);
     default:
       TORCH_CHECK(false, "gates: float32, bfloat16 or float16, not ", gates.scalar_type());
   }

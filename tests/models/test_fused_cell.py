@@ -2,7 +2,8 @@
 
 The operator is built once before the tests (``conftest.py``). float32 gates: c and h within 1e-6 of
 the torch step, on values from 0 to far past where exp overflows, with and without clipping, at column
-counts that fill whole vectors and that leave a remainder. bf16/fp16 gates with the bias added while
+counts that fill whole vectors and that leave a remainder, read contiguous or among the columns of a
+wider product. bf16/fp16 gates with the bias added while
 widening: c within 1e-5, and h (rounded to bf16/fp16) within one unit of its last place. In the LSTM, the
 fused inference path is no further from a float64 run than the torch operations are; where the operator cannot
 be built, the LSTM warns once and runs the torch operations.
@@ -71,11 +72,27 @@ def test_low_precision_gates_are_widened_and_biased_in_the_step(dtype, columns):
     assert h.dtype == dtype
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gates_read_in_place_among_the_columns_of_a_wider_product(dtype):
+    """A step's gates are a column slice of a block's product (rows further apart than the step's columns):
+    the same bits as the same gates made contiguous."""
+    wide, c = gates(50, seed=2)
+    wide = wide.to(dtype)
+    step = wide[:, 13:30]  # 17 columns of 50: a whole vector and a remainder
+    bias = torch.randn(4 * D) if dtype != torch.float32 else None
+    results = []
+    for z in (step, step.contiguous()):
+        h, state = torch.empty(D, 17, dtype=dtype), c[:, :17].contiguous()
+        cell_operator()(z, bias, state, 2.0, h)
+        results.append((h, state))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
 def test_operands_of_the_wrong_shape_or_layout_are_refused():
     z, c = gates(8)
     h = torch.empty(D, 8)
     for bad in (
-        (z[:, ::2], None, c[:, :4].contiguous(), None, h[:, :4].contiguous()),  # gates not contiguous
+        (z[:, ::2], None, c[:, :4].contiguous(), None, h[:, :4].contiguous()),  # rows of gates not contiguous
         (z, None, c.t().contiguous().t(), None, h),  # c not contiguous
         (z[: 3 * D], None, c, None, h),  # not 4 gates
         (z, torch.zeros(D), c, None, h),  # bias of the wrong size

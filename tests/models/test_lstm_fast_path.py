@@ -99,7 +99,7 @@ def test_projected_lstm_equals_the_per_step_reference(
             torch.testing.assert_close(g, w, **TOL[dtype])
 
 
-@pytest.mark.parametrize("block_steps", [None, 3, 0], ids=["default-blocks", "3-step-blocks", "own-products"])
+@pytest.mark.parametrize("block_steps", [None, 3, 0], ids=["default-blocks", "3-step-blocks", "1-step-blocks"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("projection_dim, clip", [(8, 3.0), (24, None)], ids=["projection+clips", "plain"])
 def test_inference_in_place_equals_the_autograd_path_bitwise(monkeypatch, block_steps, dtype, projection_dim, clip):
@@ -108,9 +108,7 @@ def test_inference_in_place_equals_the_autograd_path_bitwise(monkeypatch, block_
     product); its results are the same bits, and the caller's state is left as it was."""
     monkeypatch.setenv(SWITCH, "0")
     lengths = torch.tensor([5, 9, 1, 0, 9, 3, 7])
-    if block_steps == 0:  # as a batch of OWN_PRODUCT_ROWS rows or more runs
-        monkeypatch.setattr(lstm_module, "OWN_PRODUCT_ROWS", 1)
-    elif block_steps is not None:
+    if block_steps is not None:  # 0: every step's W_x x is a product of its own
         monkeypatch.setattr(lstm_module, "BLOCK_BYTES", block_steps * 4 * 24 * 4 * len(lengths))
     lstm = random_lstm(12, 24, projection_dim, clip).to(dtype)
     torch.manual_seed(2)
