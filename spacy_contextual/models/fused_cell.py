@@ -7,8 +7,9 @@ one pass over memory, where torch runs a dozen element-wise operations:
 on first use with ``torch.utils.cpp_extension`` (a C++ compiler and ninja; a few seconds, once), for the
 vector instructions torch itself dispatches to on this CPU, and keeps it in torch's extension cache
 (``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a folder named after the torch
-version and that instruction set, so that later processes only load it (torch's build takes a lock there,
-so parallel processes build it once).
+version, that instruction set and a digest of the source and flags (torch's build takes a lock there, so
+parallel processes build it once). Later processes load the library from that folder directly, without
+running the build tool (whose answer depends on which ninja is first on the PATH).
 Its sigmoid is torch's to the bit and its tanh within 2.5e-7 of torch's; it reads the low-precision
 product as it is and adds the gate bias while widening it.
 
@@ -20,6 +21,7 @@ runs as torch operations.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import sys
 import warnings
@@ -59,23 +61,31 @@ def cell_operator() -> Callable | None:
     process; None where it cannot be built (one warning naming why)."""
     if not sys.platform.startswith("linux"):  # the build below is GCC's (OpenMP from torch's libgomp)
         return None
-    from torch.utils import cpp_extension
-
     capability = torch.backends.cpu.get_cpu_capability()
     vector_flags = next((flags for name, flags in VECTOR_FLAGS.items() if capability.startswith(name)), [])
+    cflags, ldflags = ["-O3", "-fopenmp", *vector_flags], ["-lgomp"]
     name = "spacy_contextual_lstm_cell"
-    build_directory = extensions_root() / f"{name}-torch{torch.__version__}-{capability if vector_flags else 'generic'}"
-    if not (build_directory / f"{name}.so").exists():
-        print(
-            f"spacy-contextual: building the fused LSTM cell for this CPU, once, in {build_directory}", file=sys.stderr
-        )
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(cflags + ldflags).encode()).hexdigest()[:12]
+    build_directory = (
+        extensions_root() / f"{name}-torch{torch.__version__}-{capability if vector_flags else 'generic'}-{digest}"
+    )
+    library = build_directory / f"{name}.so"
+    if library.exists() and not (build_directory / "lock").exists():  # built, and no build under way
+        try:
+            torch.ops.load_library(str(library))
+            return torch.ops.spacy_contextual.lstm_cell_
+        except (OSError, RuntimeError):  # not a loadable library (a build that was cut short): build it again
+            pass
+    print(f"spacy-contextual: building the fused LSTM cell for this CPU, once, in {build_directory}", file=sys.stderr)
+    from torch.utils import cpp_extension  # imports setuptools: 0.08 s, only to build
+
     try:
         build_directory.mkdir(parents=True, exist_ok=True)
         cpp_extension.load(
             name=name,
             sources=[str(SOURCE)],
-            extra_cflags=["-O3", "-fopenmp", *vector_flags],
-            extra_ldflags=["-lgomp"],
+            extra_cflags=cflags,
+            extra_ldflags=ldflags,
             build_directory=str(build_directory),
             is_python_module=False,
         )
@@ -92,7 +102,7 @@ def cell_operator() -> Callable | None:
 
 def fused_cell_operator(device: torch.device, cell_dtype: torch.dtype, weight_dtype: torch.dtype) -> Callable | None:
     """The operator where it applies (CPU tensors, a float32 cell, float32/bf16/fp16 weights, switched on
-    and built), else None: ``op(gates, bias, c, cell_clip, h)`` with contiguous gates (4D, cols) in the
+    and built), else None: ``op(gates, bias, c, cell_clip, h)`` with gates (4D, cols, rows contiguous) in the
     weights' dtype, bias (4D,) float32 or None, c (D, cols) float32 (updated in place) and h (D, cols) in
     the weights' dtype (written)."""
     if not (

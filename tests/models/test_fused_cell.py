@@ -11,6 +11,8 @@ be built, the LSTM warns once and runs the torch operations.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -143,7 +145,7 @@ def flat(result):
     return out, h, c
 
 
-def test_switched_off_or_unbuildable_the_lstm_runs_torch_operations(monkeypatch):
+def test_switched_off_or_unbuildable_the_lstm_runs_torch_operations(monkeypatch, tmp_path):
     lstm, inputs, lengths, state = lstm_and_inputs(torch.float32)
     with torch.enable_grad():
         reference = lstm(inputs, lengths, state)[0].detach()
@@ -157,9 +159,35 @@ def test_switched_off_or_unbuildable_the_lstm_runs_torch_operations(monkeypatch)
     def no_compiler(**_):
         raise RuntimeError("Error building extension 'spacy_contextual_lstm_cell': c++: not found")
 
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))  # nothing built yet
     monkeypatch.setattr(cpp_extension, "load", no_compiler)
     with pytest.warns(UserWarning, match=r"could not be built \(Error building extension.*c\+\+: not found\)"):
         assert cell_operator.__wrapped__() is None
     monkeypatch.setattr(fused_cell, "cell_operator", lambda: None)
     with torch.no_grad():
         assert torch.equal(lstm(inputs, lengths, state)[0], reference)
+
+
+def test_a_built_operator_is_loaded_without_the_build_tool_and_a_broken_one_is_built_again(monkeypatch, tmp_path):
+    """The library built before the tests (``conftest.py``) loads without calling the build; a library
+    that cannot be loaded (a build cut short) in a new cache is built again."""
+    from torch.utils import cpp_extension
+
+    builds = []
+
+    def build(**kwargs):
+        builds.append(Path(kwargs["build_directory"]))
+        raise RuntimeError("no build in this test")
+
+    monkeypatch.setattr(cpp_extension, "load", build)
+    assert cell_operator.__wrapped__() is not None and builds == []
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    with pytest.warns(UserWarning, match="no build in this test"):
+        assert cell_operator.__wrapped__() is None
+    (library_folder,) = builds
+    assert library_folder.parent == tmp_path
+    (library_folder / "spacy_contextual_lstm_cell.so").write_bytes(b"half a library")
+    with pytest.warns(UserWarning, match="no build in this test"):
+        assert cell_operator.__wrapped__() is None
+    assert builds == [library_folder, library_folder]
