@@ -2,9 +2,10 @@
 
 Items (sentences, or segments of Docs) are sorted by length and grouped so that a batch's padded
 size, (longest + 2 boundary positions) × rows, stays within ``max_batch_tokens`` and it holds at most
-``max_rows`` rows: padding costs the LSTMs time, and sorting keeps it small. ``keep_order`` keeps the
-input order instead (a stateful encoder's rows carry state from batch to batch). Either limit may be
-None. An item longer than the budget gets a batch of its own.
+``max_rows`` rows: padding costs the LSTMs time, and sorting keeps it small. Within a batch the longest
+comes first, the order in which the LSTMs run rows (``models/lstm.py``), so they need not permute them.
+``keep_order`` keeps the input order instead (a stateful encoder's rows carry state from batch to
+batch). Either limit may be None. An item longer than the budget gets a batch of its own.
 
 The embedders' defaults (``MAX_BATCH_TOKENS``, ``default_rows``) favour many rows per batch: each LSTM
 step multiplies every active row by the same weights, so a step with 256 rows costs little more than
@@ -56,4 +57,4 @@ def plan_batches(
         longest = max(longest, lengths[index])
     if batch:
         batches.append(batch)
-    return batches
+    return batches if keep_order else [batch[::-1] for batch in batches]

@@ -8,10 +8,11 @@ With x_t the layer input and (h_{t-1}, c_{t-1}) the carried state, in bilm-tf's 
 
 How it runs (the three matrix products are nearly all of the time on a CPU):
 
-* Rows are sorted by length, so the rows still inside their sentence are the first ``rows`` and the
-  active batch only shrinks; padding is never computed, except that a step computes
-  ``padded_rows(rows)`` columns, a multiple of 16: the matrix kernels handle whole blocks of columns
-  far faster than a remainder, and the extra columns (rows past their end) are dropped.
+* Rows are sorted by length (unless they come sorted, as the embedders' batches do), so the rows still
+  inside their sentence are the first ``rows`` and the active batch only shrinks; padding is never
+  computed, except that a step computes ``padded_rows(rows)`` columns, a multiple of 16: the matrix
+  kernels handle whole blocks of columns far faster than a remainder, and the extra columns (rows past
+  their end) are dropped.
 * Everything is kept transposed, one column per row: z^T (4D, rows), c^T (D, rows), h^T (P, rows).
   With the weight as the left operand the products run 10-40 % faster than ``h @ W.T``
   (``benchmarks/sgemm_peak.py``), each gate is a contiguous block of rows, and W_P (o * tanh(c))^T
@@ -41,6 +42,8 @@ How it runs (the three matrix products are nearly all of the time on a CPU):
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -103,14 +106,13 @@ class ProjectedLSTM(nn.Module):
         batch, steps, _ = inputs.shape
         if state is None:
             state = self.zero_state(batch, inputs)
-        sorted_lengths, order = lengths.sort(descending=True)
-        restore = torch.empty_like(order)
-        restore[order] = torch.arange(batch, device=order.device)
+        arrange, restore = _longest_first(lengths)
+        sorted_lengths = arrange(lengths)
         w_x, w_h = self.input_linearity.weight, self.state_linearity.weight  # (4D, input_dim), (4D, P)
         low_precision = w_h.dtype != self.cell_dtype
-        x = inputs.index_select(0, order).to(w_x.dtype)
-        h_t = state[0].index_select(0, order).t().to(w_h.dtype).contiguous()  # h transposed: (P, rows)
-        c_t = state[1].index_select(0, order).t().to(self.cell_dtype).contiguous()  # c transposed: (D, rows), own
+        x = arrange(inputs).to(w_x.dtype)
+        h_t = arrange(state[0]).t().to(w_h.dtype).contiguous()  # h transposed: (P, rows)
+        c_t = arrange(state[1]).t().to(self.cell_dtype).clone(memory_format=torch.contiguous_format)  # (D, rows), own
         bias = self._gate_bias()[:, None]
         w_p = self.state_projection.weight if self.state_projection is not None else None  # (P, D)
         D = self.cell_dim
@@ -188,7 +190,7 @@ class ProjectedLSTM(nn.Module):
             out = w_h.new_zeros(batch, steps, self.projection_dim)
         final_h = torch.cat(finished_h[::-1], 0)
         final_c = torch.cat(finished_c[::-1], 0)
-        return out.index_select(0, restore), (final_h.index_select(0, restore), final_c.index_select(0, restore))
+        return restore(out), (restore(final_h), restore(final_c))
 
     def _cell(self, z_t: torch.Tensor, c_t: torch.Tensor, in_place: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """One step after the gate pre-activations: z_t^T (4D, rows) and c_{t-1}^T (D, rows) -> (o *
@@ -222,6 +224,21 @@ class ProjectedLSTM(nn.Module):
         views = tuple(weight.detach() for weight in weights)
         self._joined = views, tuple(weight._version for weight in weights), torch.cat(views, 1)
         return self._joined[2]
+
+
+def _longest_first(lengths: torch.Tensor) -> tuple[Callable, Callable]:
+    """Functions that put the rows of a (B, ...) tensor in order of decreasing length, and back. Rows
+    that already come longest first (``batching.plan_batches`` orders them so) are left where they are."""
+    if bool((lengths[:-1] >= lengths[1:]).all()):
+        return _as_is, _as_is
+    order = lengths.sort(descending=True).indices
+    restore = torch.empty_like(order)
+    restore[order] = torch.arange(len(order), device=order.device)
+    return (lambda tensor: tensor.index_select(0, order)), (lambda tensor: tensor.index_select(0, restore))
+
+
+def _as_is(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
 
 
 def input_blocks(step_columns: list[int], most_columns: int) -> list[int]:

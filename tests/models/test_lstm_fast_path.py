@@ -295,3 +295,22 @@ def test_the_joined_low_precision_weight_follows_every_change_of_the_weights():
         outputs, _ = lstm(inputs, lengths)
         outputs.float().sum().backward()
     assert lstm.input_linearity.weight.grad is not None and lstm.state_linearity.weight.grad is not None
+
+
+@pytest.mark.parametrize("lengths", [[9, 9, 7, 5, 3, 1, 0], [6]], ids=["longest-first", "one-row"])
+def test_rows_that_come_longest_first_run_where_they_are_and_the_callers_state_is_kept(lengths):
+    """Rows already in order of decreasing length (the embedders' batches) are not permuted; the cell
+    state the step updates in place is still the layer's own copy, also for a single row (whose
+    transpose needs no copy)."""
+    lengths = torch.tensor(lengths)
+    lstm = random_lstm(12, 24, 8, 3.0)
+    torch.manual_seed(5)
+    inputs = torch.randn(len(lengths), 9, 12)
+    state = (torch.randn(len(lengths), 8), torch.randn(len(lengths), 24))
+    given = tuple(s.clone() for s in state)
+    with torch.no_grad():
+        outputs, final = lstm(inputs, lengths, state)
+    expected, expected_final, _ = reference_lstm(lstm, inputs, lengths, state)
+    torch.testing.assert_close(outputs, expected, **TOL[torch.float32])
+    torch.testing.assert_close(final[1], expected_final[1], **TOL[torch.float32])
+    assert torch.equal(state[0], given[0]) and torch.equal(state[1], given[1])
