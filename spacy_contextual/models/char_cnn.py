@@ -10,6 +10,14 @@ For a token with character embeddings e (50, E):
 This is bilm-tf's convention: the highway "carry" gate multiplies the transform, and the highway
 always uses ReLU whatever ``activation`` the convolutions use. Tokens are ``max_characters`` ids wide
 (50 in bilm-tf's scheme, ``chars.py``); ``blank_ids`` are the ids that hold no character (padding).
+
+The convolutions run as one matrix product: every filter is padded with zero taps to the widest
+width w, and the windows of w characters (E * w values each) are multiplied by all the filters at
+once, so the product has n_filters columns and E * w rows. A narrower filter then misses its last
+windows; where a token's last window of w characters lies wholly in its padding (``_spans`` keeps that
+many padding positions), those missed windows are padding too, and their value is already in the
+max. Tokens too long for that (over 50 - w characters) run the convolutions one by one. At ELMo's
+sizes the product is 2.4x faster than seven convolutions in float32 and 5.8x in bf16.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ import torch
 from torch import nn
 
 from .chars import N_CHARACTERS, PADDING_CHAR
+
+PRODUCT_WINDOWS = 2048  # windows per product: its output (2048 x n_filters) stays under glibc's 32 MiB mmap limit
 
 
 class Highway(nn.Module):
@@ -63,8 +73,9 @@ class CharCNN(nn.Module):
         self.n_filters = n_filters
         self.widest_filter = max(width for width, _ in filters)
 
-    def _spans(self, ids: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
-        """Group tokens by how many of their character positions the convolutions must see.
+    def _spans(self, ids: torch.Tensor) -> list[tuple[torch.Tensor, int, bool]]:
+        """Group tokens by how many of their character positions the convolutions must see, and say
+        whether each group's last window of ``widest_filter`` positions is padding in every token.
 
         Every convolution window that lies wholly in the padding after a token gives the same value,
         so a token whose last character (or begin/end-of-word mark) is at position n - 1 needs only
@@ -79,18 +90,37 @@ class CharCNN(nn.Module):
         n_chars = (filled * positions).amax(-1)
         span = (n_chars + self.widest_filter).clamp(max=width)
         span = ((span + 7) // 8 * 8).clamp(max=width)  # a few buckets, not one per length
-        return [((span == value).nonzero().squeeze(1), int(value)) for value in span.unique().tolist()]
+        groups = []
+        for value in span.unique().tolist():
+            rows = (span == value).nonzero().squeeze(1)
+            groups.append((rows, int(value), int(n_chars[rows].max()) + self.widest_filter <= value))
+        return groups
 
-    def _max_pooled_features(self, ids: torch.Tensor) -> torch.Tensor:
-        chars = self.char_embedding(ids).transpose(1, 2)
-        return torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+    def _max_pooled_features(self, ids: torch.Tensor, padding_at_the_end: bool) -> torch.Tensor:
+        """max over positions of every convolution, then the activation: (tokens, n_filters)."""
+        chars = self.char_embedding(ids)  # (tokens, positions, E)
+        if not padding_at_the_end:
+            chars = chars.transpose(1, 2)
+            return torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+        widest = self.widest_filter
+        weight = torch.cat([nn.functional.pad(c.weight, (0, widest - c.kernel_size[0])) for c in self.convolutions])
+        weight = weight.flatten(1).t()  # (E * widest, n_filters), rows in the windows' (E, widest) order
+        bias = torch.cat([conv.bias for conv in self.convolutions])
+        windows = chars.unfold(1, widest, 1)  # (tokens, positions - widest + 1, E, widest)
+        per_part = max(1, PRODUCT_WINDOWS // windows.shape[1])
+        pooled = [
+            torch.addmm(bias, part.reshape(-1, weight.shape[0]), weight).view(len(part), -1, self.n_filters).amax(1)
+            for part in windows.split(per_part)
+        ]
+        return self.activation(torch.cat(pooled))
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         leading = char_ids.shape[:-1]
         ids = char_ids.reshape(-1, char_ids.shape[-1])
         y = ids.new_empty(ids.shape[0], self.n_filters, dtype=self.char_embedding.weight.dtype)
-        for rows, span in self._spans(ids):
-            y[rows] = self._max_pooled_features(ids[rows, :span]).to(y.dtype)  # autocast may lower it
+        for rows, span, padding_at_the_end in self._spans(ids):
+            features = self._max_pooled_features(ids[rows, :span], padding_at_the_end)
+            y[rows] = features.to(y.dtype)  # autocast may lower it
         for highway in self.highways:
             y = highway(y)
         if self.projection is not None:

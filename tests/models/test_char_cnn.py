@@ -7,12 +7,16 @@ from spacy_contextual.models.chars import batch_to_ids
 
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 def test_trimmed_convolution_equals_all_50_positions(activation):
-    """forward() convolves only the positions each token needs; the result equals the full CNN."""
+    """forward() convolves only the positions each token needs, as one product over the windows of the
+    widest filter where each token's last window is padding (a 44- and a 60-character word are not); the
+    result equals the seven convolutions over all 50 positions."""
     torch.manual_seed(0)
     cnn = CharCNN(4, [[1, 4], [3, 8], [7, 16]], n_highway=1, output_dim=8, activation=activation)
     words = ["a", "hello", "x" * 60, "y" * 44, "</S>", "naïve", "東京", ""]
     ids = batch_to_ids([words])[0]
-    full = cnn._max_pooled_features(ids)  # all 50 positions, padding windows included
+    one_product = [padding_at_the_end for _, _, padding_at_the_end in cnn._spans(ids)]
+    assert any(one_product) and not all(one_product)  # both ways run
+    full = cnn._max_pooled_features(ids, padding_at_the_end=False)  # all 50 positions, convolutions one by one
     for highway in cnn.highways:
         full = highway(full)
     full = cnn.projection(full)
