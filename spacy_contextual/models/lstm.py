@@ -190,7 +190,8 @@ class ProjectedLSTM(nn.Module):
             out = w_h.new_zeros(batch, steps, self.projection_dim)
         final_h = torch.cat(finished_h[::-1], 0)
         final_c = torch.cat(finished_c[::-1], 0)
-        return restore(out), (restore(final_h), restore(final_c))
+        # (B, T, P) in row-major order, as later element-wise work and the callers read it best
+        return restore(out).contiguous(), (restore(final_h), restore(final_c))
 
     def _cell(self, z_t: torch.Tensor, c_t: torch.Tensor, in_place: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """One step after the gate pre-activations: z_t^T (4D, rows) and c_{t-1}^T (D, rows) -> (o *
