@@ -199,7 +199,7 @@ def test_bf16_weights_keep_the_cell_in_float32_and_are_never_converted():
     """Weights cast to bf16 once: the products run on them as they are (no weight-sized conversion
     in the loop), the cell state and the final c stay float32, and the outputs follow the float64
     equations on the same (bf16-rounded) weights to bf16 accuracy."""
-    lstm = random_lstm(6, 32, 16, clip=3.0).to(torch.bfloat16)
+    lstm = random_lstm(6, 32, 12, clip=3.0).to(torch.bfloat16)  # no state of 16 columns shaped like a weight
     with torch.no_grad():  # weights in the range of a trained biLM's (the x6 of random_lstm is chaotic in bf16)
         for parameter in lstm.parameters():
             parameter.div_(6.0)
@@ -313,4 +313,31 @@ def test_rows_that_come_longest_first_run_where_they_are_and_the_callers_state_i
     expected, expected_final, _ = reference_lstm(lstm, inputs, lengths, state)
     torch.testing.assert_close(outputs, expected, **TOL[torch.float32])
     torch.testing.assert_close(final[1], expected_final[1], **TOL[torch.float32])
+    assert torch.equal(state[0], given[0]) and torch.equal(state[1], given[1])
+
+
+def test_a_small_low_precision_batch_runs_as_a_block_of_row_multiple_rows(monkeypatch):
+    """bf16 inference on fewer than ``ROW_MULTIPLE`` rows computes a block of that many columns (rows of
+    length 0 added), since a product of one column is slower; only the real rows come back, an empty row
+    keeps its state, and the results agree with the autograd path within bf16 rounding."""
+    lstm = random_lstm(12, 24, 8, 3.0).to(torch.bfloat16)
+    lengths = torch.tensor([9, 4, 0])
+    torch.manual_seed(6)
+    inputs = torch.randn(3, 11, 12, dtype=torch.bfloat16)
+    state = (torch.randn(3, 8).bfloat16(), torch.randn(3, 24))
+    given = tuple(s.clone() for s in state)
+    batches = []
+    real = lstm_module.padded_rows
+    monkeypatch.setattr(lstm_module, "padded_rows", lambda *args: batches.append(args[1]) or real(*args))
+    with torch.no_grad():
+        outputs, final = lstm(inputs, lengths, state)
+    assert set(batches) == {lstm_module.ROW_MULTIPLE}
+    with torch.enable_grad():
+        expected, expected_final = lstm(inputs, lengths, state)
+    assert set(batches) == {lstm_module.ROW_MULTIPLE, 3}
+    assert outputs.shape == (3, 11, 8) and final[0].shape == (3, 8) and final[1].shape == (3, 24)
+    torch.testing.assert_close(outputs.float(), expected.detach().float(), atol=0.05, rtol=0.02)
+    torch.testing.assert_close(final[1], expected_final[1].detach(), atol=0.05, rtol=0.02)
+    assert torch.equal(final[0][2], state[0][2]) and torch.equal(final[1][2], state[1][2])
+    assert not outputs[2].any() and not outputs[1, 4:].any()
     assert torch.equal(state[0], given[0]) and torch.equal(state[1], given[1])
