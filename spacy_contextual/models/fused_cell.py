@@ -24,6 +24,7 @@ import functools
 import hashlib
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ import torch
 
 SWITCH = "SPACY_CONTEXTUAL_FUSED_CELL"  # "0": the torch operations, never the built operator
 SOURCE = Path(__file__).with_name("lstm_cell.cpp")
+STALE_LOCK_SECONDS = 600  # a build takes seconds; a lock this old belongs to a killed one
 VECTOR_FLAGS = {  # torch's CPU capability -> the compiler flags and the at::vec implementation it selects
     "AVX512": [
         "-mavx512f",
@@ -69,8 +71,10 @@ def cell_operator() -> Callable | None:
     build_directory = (
         extensions_root() / f"{name}-torch{torch.__version__}-{capability if vector_flags else 'generic'}-{digest}"
     )
-    library = build_directory / f"{name}.so"
-    if library.exists() and not (build_directory / "lock").exists():  # built, and no build under way
+    library, lock = build_directory / f"{name}.so", build_directory / "lock"
+    if _stale(lock):  # left by a build that was killed: torch's build would wait for it forever
+        lock.unlink(missing_ok=True)
+    if library.exists() and not lock.exists():  # built, and no build under way
         try:
             torch.ops.load_library(str(library))
             return torch.ops.spacy_contextual.lstm_cell_
@@ -98,6 +102,14 @@ def cell_operator() -> Callable | None:
         )
         return None
     return torch.ops.spacy_contextual.lstm_cell_
+
+
+def _stale(lock: Path) -> bool:
+    """A build lock older than any build takes (seconds on an idle machine)."""
+    try:
+        return time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS
+    except OSError:  # no lock
+        return False
 
 
 def fused_cell_operator(device: torch.device, cell_dtype: torch.dtype, weight_dtype: torch.dtype) -> Callable | None:

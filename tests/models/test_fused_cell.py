@@ -11,6 +11,8 @@ be built, the LSTM warns once and runs the torch operations.
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,31 @@ def test_a_built_operator_is_loaded_without_the_build_tool_and_a_broken_one_is_b
     with pytest.warns(UserWarning, match="no build in this test"):
         assert cell_operator.__wrapped__() is None
     assert builds == [library_folder, library_folder]
+
+
+@pytest.mark.timeout(60)
+def test_a_lock_left_by_a_killed_build_is_removed_instead_of_waited_for(monkeypatch, tmp_path):
+    """torch's build waits while its lock file exists; a build killed with SIGKILL leaves one behind. A lock
+    older than any build is removed, so the next process builds instead of hanging; a fresh one is kept."""
+    from torch.utils import cpp_extension
+
+    builds = []
+
+    def build(**kwargs):
+        builds.append(Path(kwargs["build_directory"]))
+        raise RuntimeError("no build in this test")
+
+    monkeypatch.setattr(cpp_extension, "load", build)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    with pytest.warns(UserWarning, match="no build in this test"):
+        cell_operator.__wrapped__()
+    lock = builds[0] / "lock"
+    lock.touch()
+    with pytest.warns(UserWarning, match="no build in this test"):
+        cell_operator.__wrapped__()
+    assert lock.exists()  # a build may be under way
+    old = time.time() - fused_cell.STALE_LOCK_SECONDS - 60
+    os.utime(lock, (old, old))
+    with pytest.warns(UserWarning, match="no build in this test"):
+        cell_operator.__wrapped__()
+    assert not lock.exists() and len(builds) == 3
