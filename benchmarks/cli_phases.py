@@ -13,9 +13,11 @@ around its phases:
 
 Models: random weights (``common.random_bilm``) at the small and original size, as our model
 directory (``--format dir``) or bilm-tf ``options.json`` + ``weights.hdf5`` (``--format bilm-tf``),
-built once under ``--workdir``. Input: the first ``--lines`` lines of lm_corpus valid. ``--before
-TREE`` runs the same command from another source tree (``PYTHONPATH=TREE``), alternating with this
-one, ``--rounds`` times; each is reported by its fastest round, with the load average before each.
+or an ELMoForManyLangs directory of the published architecture (``--format manylangs``, original size
+only, ``common.manylangs_model``), built once under ``--workdir``. Input: the first ``--lines``
+lines of lm_corpus valid. ``--before TREE`` runs the same command from another source tree
+(``PYTHONPATH=TREE``), alternating with this one, ``--rounds`` times; each is reported by its fastest
+round, with the load average before each.
 
     python benchmarks/cli_phases.py --sizes small original --precisions fp32 bf16 --lines 300 [--before TREE]
         [--format dir] [--rounds 2] [--threads 2] [--output benchmarks/history/elmo_inference.md]
@@ -33,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, Timer, model_files
+from common import ROOT, Timer, manylangs_model, model_files
 from record import publish
 
 PHASES = ("start-up", "imports", "load", "embed", "write", "other")
@@ -100,7 +102,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["small", "original"], choices=["small", "original"])
     parser.add_argument("--precisions", nargs="+", default=["fp32"], choices=["fp32", "bf16"])
     parser.add_argument("--lines", type=int, default=300)
-    parser.add_argument("--format", default="dir", choices=["dir", "bilm-tf"])
+    parser.add_argument("--format", default="dir", choices=["dir", "bilm-tf", "manylangs"])
     parser.add_argument("--before", type=Path, help="a source tree to run the same command from, alternating")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2, help="OMP/MKL threads of every run")
@@ -120,6 +122,10 @@ def main() -> None:
         tokens = sum(len(line.split()) for line in paths["input"].read_text(encoding="utf-8").splitlines())
         if args.format == "dir":
             model = ["--model", str(paths["model"])]
+        elif args.format == "manylangs":
+            if size != "original":
+                parser.error("--format manylangs has the published architecture only: --sizes original")
+            model = ["--model", str(manylangs_model(args.workdir))]
         else:
             model = ["--options-file", str(paths["options"]), "--weight-file", str(paths["weights"])]
         for precision in args.precisions:

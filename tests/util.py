@@ -70,11 +70,13 @@ def write_manylangs_dir(
     clip: float = 3,
     zip_format: bool = False,
     seed: int = 0,
+    extra_words: int = 0,
 ) -> Path:
     """A random ELMoForManyLangs model directory as the original writes it: config.json naming an
     absolute config_path that does not exist (the published models' way), the architecture JSON
     beside it, word.dic / char.dic (char.dic with a whitespace-key line), and the two state dicts
-    under the original's names, ``torch.save``'d in the legacy format (or the zip one)."""
+    under the original's names, ``torch.save``'d in the legacy format (or the zip one).
+    ``extra_words`` adds that many words (``word0``, ``word1``, ...) to the word dictionary."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     rng = torch.Generator().manual_seed(seed)
@@ -107,11 +109,12 @@ def write_manylangs_dir(
     (path / arch_name).write_text(json.dumps(architecture), encoding="utf-8")
     options = {"seed": 1, "config_path": f"/nonexistent/elmo/src/configs/{arch_name}", "model": "/nonexistent/x.model"}
     (path / "config.json").write_text(json.dumps(options), encoding="utf-8")
-    (path / "word.dic").write_text("".join(f"{w}\t{i}\n" for i, w in enumerate(MANYLANGS_WORDS)), encoding="utf-8")
+    words = [*MANYLANGS_WORDS, *(f"word{i}" for i in range(extra_words))]
+    (path / "word.dic").write_text("".join(f"{w}\t{i}\n" for i, w in enumerate(words)), encoding="utf-8")
     (path / "char.dic").write_text("".join(f"{c}\t{i}\n" for i, c in enumerate(MANYLANGS_CHARS)), encoding="utf-8")
     embedder, features = {}, 0
     if word_dim:
-        embedder["word_emb_layer.embedding.weight"] = weights(len(MANYLANGS_WORDS), word_dim)
+        embedder["word_emb_layer.embedding.weight"] = weights(len(words), word_dim)
         features += word_dim
     if char_dim:
         n_filters = sum(num for _, num in filters)

@@ -32,6 +32,7 @@ from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.manylangs_ids import CHAR_SPECIALS, WORD_SPECIALS
 from ..text_files import read_json
 from ..types import PathLike
+from .budget import build_within_budget
 from .model_config import MANYLANGS, Rule, integer, number, one_of, validate_section
 from .model_dir import check_finite, check_state
 from .weights_only import load_weights_only
@@ -207,8 +208,10 @@ def expected_shapes(config: ManyLangsConfig) -> tuple[dict[str, tuple[int, ...]]
     return embedder, encoder
 
 
-def read_manylangs(path: PathLike) -> tuple[ManyLangsConfig, dict[str, torch.Tensor]]:
-    """The architecture, the dictionaries and the weights (in ``ManyLangsBiLM``'s names and layout)."""
+def read_manylangs(
+    path: PathLike, dtype: torch.dtype = torch.float32
+) -> tuple[ManyLangsConfig, dict[str, torch.Tensor]]:
+    """The architecture, the dictionaries and the weights in ``dtype`` (in ``ManyLangsBiLM``'s names and layout)."""
     directory = Path(path)
     architecture = read_architecture(find_architecture(directory))
     words = read_dictionary(directory / WORDS_NAME, WORD_SPECIALS) if architecture["word_dim"] else None
@@ -220,12 +223,13 @@ def read_manylangs(path: PathLike) -> tuple[ManyLangsConfig, dict[str, torch.Ten
         state = read_state_dict(directory / name)
         check_state(expected, state, str(directory / name))
         check_finite(state, str(directory / name))
-        original.update({key: tensor.float() for key, tensor in state.items()})
+        original.update({key: tensor.to(dtype) for key, tensor in state.items()})
     return config, ours_from_original(config, original)
 
 
 def ours_from_original(config: ManyLangsConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The original's state dicts in ``ManyLangsBiLM``'s names, gate order and highway form."""
+    """The original's state dicts in ``ManyLangsBiLM``'s names, gate order and highway form (the LSTM
+    tensors of ``state`` are reordered in place: no 32 MB copy of each)."""
     C = config.lstm_dim
     out: dict[str, torch.Tensor] = {}
     if config.words is not None:
@@ -244,25 +248,37 @@ def ours_from_original(config: ManyLangsConfig, state: dict[str, torch.Tensor]) 
                 out[f"{prefix}.carry.{part}"] = -both[F:]  # carry = 1 - sigmoid(g) = sigmoid(-g)
     out["token_encoder.projection.weight"] = state["projection.weight"]
     out["token_encoder.projection.bias"] = state["projection.bias"]
-    i_f_g_o_to_i_g_f_o = torch.cat(
-        [torch.arange(0, C), torch.arange(2 * C, 3 * C), torch.arange(C, 2 * C), torch.arange(3 * C, 4 * C)]
-    )
     for k in range(config.n_layers):
         for direction in ("forward", "backward"):
             original, ours = f"{direction}_layer_{k}", f"{direction}_layers.{k}"
             for name in ("input_linearity.weight", "state_linearity.weight", "state_linearity.bias"):
-                out[f"{ours}.{name}"] = state[f"{original}.{name}"][i_f_g_o_to_i_g_f_o]
+                out[f"{ours}.{name}"] = _swap_f_and_g(state[f"{original}.{name}"], C)
             out[f"{ours}.state_projection.weight"] = state[f"{original}.state_projection.weight"]
     return out
 
 
+def _swap_f_and_g(gates: torch.Tensor, C: int) -> torch.Tensor:
+    """Rows [i; f; g; o] (C each) -> [i; g; f; o], in place."""
+    f = gates[C : 2 * C].clone()
+    gates[C : 2 * C] = gates[2 * C : 3 * C]
+    gates[2 * C : 3 * C] = f
+    return gates
+
+
 def load_manylangs(path: PathLike, stateful: bool = False, dtype: torch.dtype = torch.float32) -> ManyLangsBiLM:
-    """Built on the meta device (no random initialisation) and given the read tensors themselves, in ``dtype``."""
-    config, state = read_manylangs(path)
-    with torch.device("meta"):
-        bilm = ManyLangsBiLM(config, stateful=stateful)
+    """Built uninitialised (no random initialisation, ``budget.py``), then given the read tensors themselves,
+    in ``dtype``: every parameter is in the checked state dict, so none keeps its uninitialised memory."""
+    config, state = read_manylangs(path, dtype)
+    directory = Path(path)
+    bilm = build_within_budget(
+        lambda: ManyLangsBiLM(config, stateful=stateful),
+        [directory / TOKEN_EMBEDDER_NAME, directory / ENCODER_NAME],
+        str(directory / CONFIG_NAME),
+        initialise=False,
+        dtype=dtype,
+    )
     bilm.load_state_dict(state, assign=True)
-    return bilm.to(dtype).eval()
+    return bilm.eval()
 
 
 def _read_json(path: Path) -> Any:

@@ -23,7 +23,12 @@ from spacy_contextual.embedders import ElmoEmbedder, load_encoder
 from spacy_contextual.errors import ModelDirError
 from spacy_contextual.formats.bilm_tf import export_bilm_tf
 from spacy_contextual.formats.detect import MANYLANGS, OURS, detect_format
-from spacy_contextual.formats.manylangs import SHIPPED_ARCHITECTURES, find_architecture, read_dictionary
+from spacy_contextual.formats.manylangs import (
+    SHIPPED_ARCHITECTURES,
+    find_architecture,
+    load_manylangs,
+    read_dictionary,
+)
 from spacy_contextual.models.manylangs_bilm import ManyLangsBiLM
 
 runner = CliRunner()
@@ -256,6 +261,18 @@ def test_tiny_models_follow_the_original_equations(tmp_path, shape):
     for got, expected in zip(ours, original_outputs(directory, sentences), strict=True):
         assert got.shape == expected.shape
         np.testing.assert_allclose(got, expected, atol=2e-5, rtol=1e-5)
+
+
+def test_loading_draws_no_random_numbers_and_reads_straight_into_the_dtype(tmp_path):
+    """The modules are built uninitialised (every parameter comes from the files), in the dtype asked for."""
+    directory = write_manylangs_dir(tmp_path / "m")
+    exact = load_manylangs(directory)
+    generator = torch.random.get_rng_state()
+    low = load_manylangs(directory, dtype=torch.bfloat16)
+    assert torch.equal(torch.random.get_rng_state(), generator)
+    for (name, want), got in zip(exact.state_dict().items(), low.state_dict().values(), strict=True):
+        assert got.dtype == (torch.bfloat16 if want.is_floating_point() else want.dtype), name
+        assert torch.equal(want.to(got.dtype), got), name
 
 
 def test_conversion_gives_identical_outputs_without_pickles(tmp_path):

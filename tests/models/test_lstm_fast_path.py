@@ -341,3 +341,16 @@ def test_a_small_low_precision_batch_runs_as_a_block_of_row_multiple_rows(monkey
     assert torch.equal(final[0][2], state[0][2]) and torch.equal(final[1][2], state[1][2])
     assert not outputs[2].any() and not outputs[1, 4:].any()
     assert torch.equal(state[0], given[0]) and torch.equal(state[1], given[1])
+
+
+@pytest.mark.parametrize("trailing", [(), (5,), (2, 3)], ids=["(B,T)", "(B,T,P)", "(B,T,2,3)"])
+def test_reverse_padded_reverses_each_row_within_its_length(trailing):
+    torch.manual_seed(8)
+    lengths = torch.tensor([4, 0, 6, 1])
+    tensor = torch.randn(4, 6, *trailing)
+    expected = tensor.clone()
+    for row, length in enumerate(lengths.tolist()):
+        expected[row, :length] = tensor[row, :length].flip(0)
+    assert torch.equal(reverse_padded(tensor, lengths), expected)
+    assert reverse_padded(tensor[:0], lengths[:0]).shape == (0, 6, *trailing)
+    assert reverse_padded(tensor[:, :0], torch.zeros(4, dtype=torch.long)).shape == (4, 0, *trailing)
