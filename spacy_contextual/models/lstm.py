@@ -130,7 +130,7 @@ class ProjectedLSTM(nn.Module):
             cell_out = w_h.new_empty(D * batch) if w_p is not None else None  # for (o * tanh(c))^T, read by W_P at once
         if low_precision:
             w_xh = self._joined_weights()  # [W_x | W_h]
-            x_steps = step_major(x)  # x_t^T for every step: (T, input_dim, B)
+            x_steps = x.permute(1, 2, 0).contiguous()  # x_t^T for every step: (T, input_dim, B)
             product = w_h.new_empty(4 * D * batch) if in_place else None  # room for the low-precision product
         else:
             x_steps = x.transpose(0, 1).contiguous()  # x_t for every step: (T, B, input_dim)
@@ -260,15 +260,10 @@ def _as_is(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
-def step_major(batch_first: torch.Tensor) -> torch.Tensor:
-    """(B, T, n) -> (T, n, B), contiguous: one 2-D transpose of the (B, T*n) matrix, 2-2.5x faster than
-    the copy of a 3-D permute (``batch_major`` is its inverse)."""
-    batch, steps, features = batch_first.shape
-    return batch_first.reshape(batch, steps * features).t().contiguous().view(steps, features, batch)
-
-
 def batch_major(step_first: torch.Tensor) -> torch.Tensor:
-    """(T, n, B) -> (B, T, n), contiguous, as later element-wise work and the callers read it best."""
+    """(T, n, B) -> (B, T, n), contiguous, as later element-wise work and the callers read it best: one 2-D
+    transpose of the (T*n, B) matrix, up to 3x faster than the copy of a 3-D permute (at 256 rows; the
+    other way, (B, T, n) -> (T, n, B), the permute's copy is the faster one)."""
     steps, features, batch = step_first.shape
     return step_first.reshape(steps * features, batch).t().contiguous().view(batch, steps, features)
 
