@@ -156,29 +156,30 @@ def model_files(size: str, lines: int, workdir: Path, corpus: Path = VALID) -> d
     return paths
 
 
-MANYLANGS_ARCHITECTURE = dict(  # the published models' cnn_50_100_512_4096_sample.json
-    word_dim=100,
-    char_dim=50,
-    filters=((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024)),
-    n_highway=2,
-    projection_dim=512,
-    lstm_dim=4096,
-    n_layers=2,
-    max_characters=50,
-    clip=3,
-)
 MANYLANGS_EXTRA_WORDS = 100_000
 
 
 def manylangs_model(workdir: Path) -> Path:
-    """A random ELMoForManyLangs model directory of the published architecture, with a word dictionary of
-    100,000 words, written once under ``workdir`` by the tests' writer (``tests/util.py``)."""
+    """A random ELMoForManyLangs model directory of the published architecture (the shipped
+    ``cnn_50_100_512_4096_sample.json``), with a word dictionary of 100,000 words, written once under
+    ``workdir`` by the tests' writer (``tests/util.py``)."""
     import sys
+
+    from spacy_contextual.formats.manylangs import SHIPPED_ARCHITECTURES, read_architecture
 
     path = workdir / "manylangs" / "model"
     if not (path / "encoder.pkl").is_file():
         sys.path.insert(0, str(ROOT / "tests"))
         from util import write_manylangs_dir
 
-        write_manylangs_dir(path, **MANYLANGS_ARCHITECTURE, extra_words=MANYLANGS_EXTRA_WORDS)
+        published = read_architecture(SHIPPED_ARCHITECTURES / "cnn_50_100_512_4096_sample.json")
+        sizes = ("word_dim", "char_dim", "filters", "n_highway", "projection_dim", "lstm_dim", "n_layers")
+        write_manylangs_dir(
+            path,
+            **{key: published[key] for key in sizes},
+            max_characters=published["max_characters_per_token"],
+            clip=published["cell_clip"],
+            activation=published["activation"],
+            extra_words=MANYLANGS_EXTRA_WORDS,
+        )
     return path
