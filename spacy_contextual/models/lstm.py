@@ -140,7 +140,8 @@ class ProjectedLSTM(nn.Module):
 
         finished_h: list[torch.Tensor] = []
         finished_c: list[torch.Tensor] = []
-        outputs: list[torch.Tensor] = []  # h_t^T (P, batch) per step
+        P = self.projection_dim
+        by_step: torch.Tensor | None = None  # h_t^T per step, zero past each row's end: (T, P, B)
         live = batch  # rows whose final state is not yet taken; the state tensors hold `columns` >= live
         for t in range(max_len):
             rows = active_rows[t]
@@ -181,14 +182,14 @@ class ProjectedLSTM(nn.Module):
                 h_t = w_p.mm(h_t)  # (P, columns)
             if self.proj_clip is not None:
                 h_t = h_t.clamp(-self.proj_clip, self.proj_clip)
-            outputs.append(nn.functional.pad(h_t[:, :rows], (0, batch - rows)) if rows < batch else h_t)
+            if by_step is None:
+                by_step = h_t.new_zeros(steps, P, batch)  # in h's dtype, which autocast may lower
+            by_step[t, :, :rows] = h_t[:, :rows]
         finished_h.append(h_t[:, :live].t())
         finished_c.append(c_t[:, :live].t())
 
-        P = self.projection_dim
-        by_step = torch.stack(outputs) if outputs else w_h.new_zeros(0, P, batch)  # h_t^T per step: (T, P, B)
-        if max_len < steps:
-            by_step = torch.cat([by_step, by_step.new_zeros(steps - max_len, P, batch)])
+        if by_step is None:
+            by_step = w_h.new_zeros(steps, P, batch)
         final_h = torch.cat(finished_h[::-1], 0)
         final_c = torch.cat(finished_c[::-1], 0)
         return restore(batch_major(by_step)), (restore(final_h), restore(final_c))
