@@ -12,6 +12,12 @@ step multiplies every active row by the same weights, so a step with 256 rows co
 one with 16 while the weights stream through the cache once either way, and fewer batches mean fewer
 steps (``benchmarks/history/elmo_inference.md``). A stateful encoder's rows carry their state from batch
 to batch, so there the batch is AllenNLP's 64 rows.
+
+One sentence of more than ``MAX_WINDOW_TOKENS`` tokens (a document with no line breaks) is not run whole:
+the embedders run it on its own, in windows of that many positions, each LSTM direction carrying its
+state from window to window (``models/bilm_windows.py``, ``models/mtlstm.py``), which gives the vectors of
+the whole sentence while memory follows the window. The default is the batch budget, so a sentence is
+cut into windows only where it would have had a batch of its own anyway.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ BOUNDARY_POSITIONS = 2  # <S> and </S>, which ELMo adds; the budget counts them 
 MAX_BATCH_TOKENS = 8192  # the embedders' padded positions per batch
 BATCH_ROWS = 256  # the embedders' sentences per batch
 STATEFUL_BATCH_ROWS = 64  # AllenNLP's batch size: the state of row i goes on in row i of the next batch
+MAX_WINDOW_TOKENS = MAX_BATCH_TOKENS  # the most positions of one sentence the embedders' LSTMs run at once
 
 
 def default_rows(keep_order: bool) -> int:

@@ -2,8 +2,9 @@
 to one occurrence, by cosine similarity at a layer or mix.
 
 ``build_token_index`` embeds the corpus's sentences in order until ``max_tokens`` tokens (every layer
-of every token, float16 to halve the memory; ``indexed_records`` says which sentences those are), in
-chunks with ``progress(done, total)`` after each; ``nearest_tokens`` ranks them against a query vector.
+of every token, float16 to halve the memory; ``indexed_records`` says which sentences those are; of a
+first sentence longer than that, its first ``max_tokens`` tokens), in chunks (``record_chunks``) with
+``progress(done, total)`` after each; ``nearest_tokens`` ranks them against a query vector.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .neighbours import kwic
-from .occurrence_store import CHUNK_SENTENCES, Progress
+from .occurrence_store import Progress, record_chunks
 from .projection import normalize_rows
 from .vectors import Embed, Layer, select_layer
 
@@ -46,14 +47,18 @@ def build_token_index(
     embed: Embed, records: list[dict], max_tokens: int = MAX_INDEX_TOKENS, progress: Progress | None = None
 ) -> TokenIndex:
     chosen = indexed_records(records, max_tokens)
-    arrays = []
-    for start in range(0, len(chosen), CHUNK_SENTENCES):
-        arrays += embed([list(records[i]["tokens"]) for i in chosen[start : start + CHUNK_SENTENCES]])
+    layers, record, position, indexed, done = [], [], [], 0, 0
+    for chunk in record_chunks(records, chosen):
+        for index, array in zip(chunk, embed([list(records[i]["tokens"]) for i in chunk]), strict=True):
+            kept = min(array.shape[1], max_tokens - indexed)
+            indexed += kept
+            layers.append(np.moveaxis(array[:, :kept], 0, 1).astype(np.float16))  # (tokens, L, d)
+            record.append(np.full(kept, index))
+            position.append(np.arange(kept))
+        done += len(chunk)
         if progress is not None:
-            progress(min(start + CHUNK_SENTENCES, len(chosen)), len(chosen))
-    layers = np.concatenate([np.moveaxis(a, 0, 1) for a in arrays]).astype(np.float16)  # (tokens, L, d)
-    record = np.concatenate([np.full(a.shape[1], i) for i, a in zip(chosen, arrays, strict=True)])
-    position = np.concatenate([np.arange(a.shape[1]) for a in arrays])
+            progress(done, len(chosen))
+    layers, record, position = np.concatenate(layers), np.concatenate(record), np.concatenate(position)
     return TokenIndex(layers, record, position, len(chosen), len(records))
 
 

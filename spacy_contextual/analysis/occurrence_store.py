@@ -1,8 +1,10 @@
 """Every layer's vector of the occurrences of one corpus under one encoder, computed once and shared by
 every view of that (encoder, corpus): the explorer, the probe and the comparison ask for the
 (record, position) pairs they need, and only the sentences that hold a pair not seen before are embedded,
-``CHUNK_SENTENCES`` at a time, with ``progress(done, total)`` called after each chunk (so a page can
-show a count). The store keeps one (n_layers, dim) float32 array per pair, never whole sentences.
+in chunks of at most ``CHUNK_SENTENCES`` sentences and, unless one sentence is longer, ``CHUNK_TOKENS``
+tokens (``record_chunks``: the arrays of one chunk are held at once), with ``progress(done, total)``
+called after each chunk (so a page can show a count). The store keeps one (n_layers, dim) float32 array
+per pair, never whole sentences.
 
 It also times what it embeds, so that a page can say how long an embedding will take before it starts:
 ``rate`` = sentences embedded / seconds spent embedding them (this encoder, this corpus, this machine);
@@ -16,9 +18,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..batching import plan_batches
 from .vectors import Embed
 
 CHUNK_SENTENCES = 64
+CHUNK_TOKENS = 16_384  # ELMo-original's arrays of that many tokens: 200 MB
 Progress = Callable[[int, int], None]
 
 
@@ -35,8 +39,8 @@ class OccurrenceStore:
         return self.sentences_timed / self.seconds if self.sentences_timed and self.seconds > 0 else None
 
     def calibrate(self, pairs: Sequence[tuple[int, int]]) -> float | None:
-        """Embed the first ``CHUNK_SENTENCES`` of the sentences ``pairs`` still need (once), for ``rate``."""
-        first = set(self.missing_sentences(pairs)[:CHUNK_SENTENCES])
+        """Embed the first chunk of the sentences ``pairs`` still need (once), for ``rate``."""
+        first = set(next(iter(record_chunks(self.records, self.missing_sentences(pairs))), []))
         self.layers([(r, p) for r, p in pairs if int(r) in first])
         return self.rate
 
@@ -57,8 +61,8 @@ class OccurrenceStore:
             wanted: dict[int, list[int]] = {}
             for record, position in pairs:
                 wanted.setdefault(record, []).append(position)
-            for start in range(0, len(todo), CHUNK_SENTENCES):
-                chunk = todo[start : start + CHUNK_SENTENCES]
+            done = 0
+            for chunk in record_chunks(self.records, todo):
                 started = time.perf_counter()
                 arrays = self.embed([list(self.records[r]["tokens"]) for r in chunk])
                 self.seconds += time.perf_counter() - started
@@ -66,9 +70,18 @@ class OccurrenceStore:
                 for record, array in zip(chunk, arrays, strict=True):
                     for position in wanted[record]:
                         self.vectors[record, position] = np.asarray(array[:, position], dtype=np.float32)
+                done += len(chunk)
                 if progress is not None:
-                    progress(start + len(chunk), len(todo))
+                    progress(done, len(todo))
             return np.stack([self.vectors[pair] for pair in pairs])
+
+
+def record_chunks(records: Sequence[dict], indices: Sequence[int]) -> list[list[int]]:
+    """``indices`` in order, in chunks of at most ``CHUNK_SENTENCES`` records and ``CHUNK_TOKENS`` tokens (a
+    longer record is a chunk of its own)."""
+    lengths = [len(records[i]["tokens"]) for i in indices]
+    plan = plan_batches(lengths, CHUNK_TOKENS, CHUNK_SENTENCES, keep_order=True)
+    return [[indices[i] for i in chunk] for chunk in plan]
 
 
 def occurrence_pairs(occurrences) -> list[tuple[int, int]]:

@@ -22,13 +22,14 @@ from typing import Annotated
 
 import typer
 
-from ..batching import BATCH_ROWS, STATEFUL_BATCH_ROWS
+from ..batching import BATCH_ROWS, MAX_WINDOW_TOKENS, STATEFUL_BATCH_ROWS
 from ._app import app, say_on_interrupt
 from .launch import launch_local
 from .model_option import Catalog, model_option
 from .params import InputFile, OutputFile, Precision
 
 MAX_BATCH_SIZE = 1 << 16
+MAX_WINDOW_OPTION = 1 << 30
 MAX_PROCESSES = 64
 
 InputArgument = Annotated[
@@ -56,6 +57,15 @@ BatchSize = Annotated[
         "--batch-size",
         help=f"Sentences per batch (1 to {MAX_BATCH_SIZE}; default {BATCH_ROWS}, "
         f"{STATEFUL_BATCH_ROWS} with --stateful)",
+    ),
+]
+WindowTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-window-tokens",
+        help=f"A line of more tokens than this runs alone, in windows of this many positions, each LSTM direction "
+        f"carrying its state across them: the vectors of the whole line, memory bounded by the window (1 to "
+        f"{MAX_WINDOW_OPTION}; default {MAX_WINDOW_TOKENS})",
     ),
 ]
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda (under torchrun: one GPU per local rank)")]
@@ -106,6 +116,7 @@ class EmbedJob:
     lines: int | None = None  # INPUT's line count, when the launcher has counted (and so checked) it
     precision: str = "fp32"
     input_identity: list | None = None  # what identifies a spooled stream's text (its size and SHA-256)
+    max_window_tokens: int | None = None  # None: batching.MAX_WINDOW_TOKENS
 
 
 @app.command("elmo")
@@ -121,6 +132,7 @@ def elmo_command(
     model: ElmoModel = None,
     catalog: Catalog = None,
     batch_size: BatchSize = None,
+    max_window_tokens: WindowTokens = None,
     stateful: Annotated[
         bool, typer.Option("--stateful", help="Carry LSTM state across batches (AllenNLP behaviour); one process")
     ] = False,
@@ -143,7 +155,14 @@ def elmo_command(
     job = EmbedJob("elmo", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
     _run(
         ctx,
-        replace(job, options_file=options_file, weight_file=weight_file, stateful=stateful, precision=precision),
+        replace(
+            job,
+            options_file=options_file,
+            weight_file=weight_file,
+            stateful=stateful,
+            precision=precision,
+            max_window_tokens=max_window_tokens,
+        ),
         processes,
     )
 
@@ -159,6 +178,7 @@ def cove_command(
     model: CoveModel = None,
     catalog: Catalog = None,
     batch_size: BatchSize = None,
+    max_window_tokens: WindowTokens = None,
     device: Device = "cpu",
     precision: Precision = "fp32",
     forget_sentences: ForgetSentences = False,
@@ -170,7 +190,7 @@ def cove_command(
     CoVe-1 and CoVe-2 (600 wide); datasets are keyed "0", "1", ... by line index."""
     layers = _layer_choice(all_layers, top, average)
     job = EmbedJob("cove", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
-    _run(ctx, replace(job, precision=precision), processes)
+    _run(ctx, replace(job, precision=precision, max_window_tokens=max_window_tokens), processes)
 
 
 def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
@@ -206,6 +226,10 @@ def _check(job: EmbedJob, processes: int | None) -> None:
         raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
     if job.batch_size is not None and not 1 <= job.batch_size <= MAX_BATCH_SIZE:
         raise typer.BadParameter(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, got {job.batch_size}")
+    if job.max_window_tokens is not None and not 1 <= job.max_window_tokens <= MAX_WINDOW_OPTION:
+        raise typer.BadParameter(
+            f"--max-window-tokens must be between 1 and {MAX_WINDOW_OPTION}, got {job.max_window_tokens}"
+        )
     cores = len(os.sched_getaffinity(0))
     most = max(cores, 2) if job.device == "cpu" else MAX_PROCESSES  # two ranks may always share a core
     if processes is not None and not 1 <= processes <= most:
@@ -292,23 +316,22 @@ def _load_encoder(job: EmbedJob, device):
     settings = {"kind": job.kind, "device": device.type}
     if job.precision != "fp32":  # a run in another precision has other vectors
         settings["precision"] = job.precision
+    window = job.max_window_tokens or MAX_WINDOW_TOKENS
+    if window != MAX_WINDOW_TOKENS:  # the same vectors, rounded differently where a line is cut
+        settings["max_window_tokens"] = window
+    options = {"device": device, "precision": job.precision, "max_window_tokens": window}
     if job.kind == "cove":
         from ..embedders.cove import CoveEmbedder
 
         path = resolve_model_dir("cove", job.model)
-        return CoveEmbedder.load(path, device=device, precision=job.precision), {
-            **settings,
-            "files": file_identity(path),
-        }
+        return CoveEmbedder.load(path, **options), {**settings, "files": file_identity(path)}
     from ..embedders.elmo import ElmoEmbedder
 
     settings["stateful"] = job.stateful
     if job.options_file is not None:
         files = [file_identity(job.options_file), file_identity(job.weight_file)]
-        embedder = ElmoEmbedder.from_bilm_tf(
-            job.options_file, job.weight_file, stateful=job.stateful, device=device, precision=job.precision
-        )
+        embedder = ElmoEmbedder.from_bilm_tf(job.options_file, job.weight_file, stateful=job.stateful, **options)
         return embedder, {**settings, "files": files}
     path = resolve_model_dir("elmo", job.model)
-    embedder = ElmoEmbedder.load(path, stateful=job.stateful, device=device, precision=job.precision)
+    embedder = ElmoEmbedder.load(path, stateful=job.stateful, **options)
     return embedder, {**settings, "files": file_identity(path)}

@@ -6,7 +6,9 @@ is [300, 600, 600], so ``array[0, :, :300]`` is the GloVe vector. The paper's do
 [GloVe ; CoVe] is ``np.concatenate([a[0, :, :300], a[2]], axis=1)``. Tokens are lowercased before
 lookup, as the model was trained. ``translate`` needs the whole MT model (a "cove-mt" directory such
 as the bundled default) and returns the attention matrix too. ``precision`` (fp32, bf16, or fp16 on
-CUDA; ``precision.py``) runs the encoder and the translator under autocast; the arrays stay float32.
+CUDA; ``precision.py``) runs the encoder and the translator under autocast; the arrays stay float32. A
+sentence of more than ``max_window_tokens`` tokens runs in windows, each LSTM direction's state carried
+across them (``CoveLayers.encode_in_windows``), and is written straight into its array.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..batching import MAX_BATCH_TOKENS, plan_batches
+from ..batching import MAX_BATCH_TOKENS, MAX_WINDOW_TOKENS, plan_batches
 from ..devices import resolve_device
 from ..errors import ContextualError
 from ..formats.cove_dir import MT_KIND, load_translator, longest_training_sentence, model_kind
@@ -50,8 +52,9 @@ class CoveEmbedder(Embedder):
         max_batch_tokens: int = MAX_BATCH_TOKENS,
         precision: str = "fp32",
         longest_training_sentence: int | None = None,
+        max_window_tokens: int = MAX_WINDOW_TOKENS,
     ):
-        super().__init__(max_batch_tokens)
+        super().__init__(max_batch_tokens, max_window_tokens)
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
         self.longest_training_sentence = longest_training_sentence  # in tokens; None: not recorded
@@ -94,13 +97,18 @@ class CoveEmbedder(Embedder):
     @torch.no_grad()
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         out = [np.zeros((self.num_layers, 0, self.output_dim), dtype=np.float32) for _ in sentences]
-        rows = [i for i, sentence in enumerate(sentences) if len(sentence) > 0]
+        rows = [i for i, sentence in enumerate(sentences) if 0 < len(sentence) <= self.max_window_tokens]
         if rows:
             ids, lengths = self.layers.word_ids([sentences[i] for i in rows])
             with autocast(self.precision, self.device):
                 stacked = self.layers(ids, lengths).float().cpu().numpy()  # (B, 3, T, 2H)
             for row, index in enumerate(rows):
                 out[index] = np.ascontiguousarray(stacked[row, :, : int(lengths[row])])
+        for index in (i for i, sentence in enumerate(sentences) if len(sentence) > self.max_window_tokens):
+            array = torch.empty(self.num_layers, len(sentences[index]), self.output_dim)
+            with autocast(self.precision, self.device):
+                self.layers.encode_in_windows(sentences[index], array, self.max_window_tokens)
+            out[index] = array.numpy()
         return out
 
     # -- translation ----------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Layer 0 is [x_k; x_k], the char-CNN token vector (context independent); layers 1..L are
 [forward_k; backward_k] of the biLSTM layers. Sentences are batched by length under a token budget
 (``embedder.py``); the char-CNN vector of each distinct word is computed once and kept in an LRU
-cache across batches (``models/token_cache.py``). Stateless by default; ``stateful=True`` runs
+cache across batches (``models/token_cache.py``). A sentence of more than ``max_window_tokens`` tokens
+runs in windows, each direction's LSTM state carried across them (``models/bilm_windows.py``), and is
+written straight into its array. Stateless by default; ``stateful=True`` runs
 consecutive batches in input order and carries LSTM state per batch row, as AllenNLP's
 ``ElmoEmbedder`` does. ``device``: cpu, cuda, cuda:N or auto; ``precision``: fp32, bf16 or fp16 (CUDA)
 casts the biLM's weights once (``precision.py``); the arrays stay float32.
@@ -16,12 +18,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..batching import MAX_BATCH_TOKENS
+from ..batching import MAX_BATCH_TOKENS, MAX_WINDOW_TOKENS
 from ..devices import resolve_device
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.detect import load_elmo
 from ..hub.resolver import resolve_model_dir
 from ..models.bilm import BiLM
+from ..models.bilm_windows import encode_in_windows
 from ..models.token_cache import TokenVectorCache
 from ..precision import DTYPES, cast_weights, resolve_precision
 from ..types import PathLike
@@ -36,8 +39,9 @@ class ElmoEmbedder(Embedder):
         max_batch_tokens: int = MAX_BATCH_TOKENS,
         token_cache_size: int = 50_000,
         precision: str = "fp32",
+        max_window_tokens: int = MAX_WINDOW_TOKENS,
     ):
-        super().__init__(max_batch_tokens)
+        super().__init__(max_batch_tokens, max_window_tokens)
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
         self.bilm = cast_weights(bilm.to(self.device), self.precision).eval()
@@ -86,15 +90,21 @@ class ElmoEmbedder(Embedder):
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         if not sentences:
             return []
-        activations, _ = self.bilm.encode_sentences(sentences, self.token_cache)
-        layers = [layer.cpu() for layer in activations]  # L x (B, T+2, 2P), in the weights' dtype
-        arrays = []
-        for row, sentence in enumerate(sentences):  # each sentence's values copied once, widened as they go
-            array = torch.empty(len(layers), len(sentence), self.output_dim)
-            for layer, values in zip(layers, array, strict=True):
-                values.copy_(layer[row, 1 : len(sentence) + 1])
-            arrays.append(array.numpy())
-        return arrays
+        arrays = [torch.empty(self.num_layers, len(sentence), self.output_dim) for sentence in sentences]
+        rows = self.bilm.state_rows(sentences)  # the carried rows (stateful), also of a sentence run on its own
+        whole = [i for i, sentence in enumerate(sentences) if len(sentence) <= self.max_window_tokens]
+        if whole:
+            chosen = [sentences[i] for i in whole]
+            activations, _ = self.bilm.encode_sentences(chosen, self.token_cache, [rows[i] for i in whole])
+            layers = [layer.cpu() for layer in activations]  # L x (B, T+2, 2P), in the weights' dtype
+            for row, index in enumerate(whole):  # each sentence's values copied once, widened as they go
+                for layer, values in zip(layers, arrays[index], strict=True):
+                    values.copy_(layer[row, 1 : len(sentences[index]) + 1])
+        for index in (i for i, sentence in enumerate(sentences) if len(sentence) > self.max_window_tokens):
+            encode_in_windows(
+                self.bilm, sentences[index], arrays[index], self.max_window_tokens, self.token_cache, rows[index]
+            )
+        return [array.numpy() for array in arrays]
 
 
 def _weights_dtype(device: str | torch.device = "cpu", precision: str = "fp32", **_) -> torch.dtype:

@@ -13,16 +13,26 @@ order i|f|g|o). Padded positions of every output are zero.
 Under autocast the LSTMs run in the autocast dtype, as cuDNN's do on CUDA. On the CPU, torch hands an
 autocast LSTM to oneDNN, which fails on processors without bf16 instructions, so there the layer is
 run on weights and inputs cast to that dtype instead (the same arithmetic, torch's own CPU kernel).
+
+``encode_in_windows`` gives one long sentence the same outputs a window of positions at a time: each
+direction of a layer runs on its own (``run_direction``, the layer's forward or reverse weights), the
+forward one over the windows left to right and the backward one over them right to left (each
+reversed), carrying (h, c) from window to window. The second layer reads the first one's finished
+output, so the first layer is run over the whole sentence first: what is held besides the output is
+one window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.func import functional_call
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from .windows import windows
 
 PUBLISHED_SUFFIXES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 
@@ -65,6 +75,21 @@ class MTLSTM(nn.Module):
             cells.append(torch.cat([c[0], c[1]], dim=-1))
         return MTLSTMOutput(layers, hiddens, cells)
 
+    def encode_in_windows(self, inputs: Callable[[int, int], torch.Tensor], out: torch.Tensor, window: int) -> None:
+        """One sentence's layers written into ``out`` (num_layers, n, 2H), ``window`` positions at a time:
+        ``inputs(start, stop)`` gives the input rows (stop - start, input_dim) of positions [start, stop).
+        The same values as ``forward`` on the sentence alone (in eval mode, where dropout does nothing)."""
+        positions, H = out.shape[1], self.hidden_dim
+        for k, lstm in enumerate(self.layers):
+            device = lstm.weight_ih_l0.device
+            for direction, reverse in enumerate((False, True)):
+                state = None
+                for start, stop in windows(positions, window, right_to_left=reverse):
+                    x = (inputs(start, stop) if k == 0 else out[k - 1, start:stop]).to(device)[None]
+                    y, state = run_direction(lstm, x.flip(1) if reverse else x, state, reverse)
+                    values = (y.flip(1) if reverse else y)[0]
+                    out[k, start:stop, direction * H : (direction + 1) * H] = values.to(out.device)
+
     def load_published_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Load an ``nn.LSTM(num_layers=2, bidirectional=True)`` state dict (``weight_ih_l1_reverse`` ...)."""
         mapped = {}
@@ -83,11 +108,34 @@ class MTLSTM(nn.Module):
         return out
 
 
-def run_lstm(lstm: nn.LSTM, packed: PackedSequence) -> tuple[PackedSequence, tuple[torch.Tensor, torch.Tensor]]:
-    """``lstm(packed)``; under CPU autocast, on weights and inputs cast to the autocast dtype."""
-    if packed.data.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
-        return lstm(packed)
-    dtype = torch.get_autocast_dtype("cpu")
-    with torch.autocast("cpu", enabled=False):
-        weights = {name: parameter.to(dtype) for name, parameter in lstm.named_parameters()}
-        return functional_call(lstm, weights, (packed.to(dtype),))
+def run_direction(
+    lstm: nn.LSTM, inputs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None, reverse: bool
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """One direction of a one-layer bidirectional ``lstm`` over ``inputs`` (B, T, input) in the order given
+    (the backward direction is given them reversed), from ``state`` ((1, B, H) h and c; None: zero): its
+    outputs (B, T, H) and final state. It runs as a one-direction LSTM over that direction's weights."""
+    suffix = "_reverse" if reverse else ""
+    weights = {f"{name}_l0": getattr(lstm, f"{name}_l0{suffix}") for name in PUBLISHED_SUFFIXES}
+    one_direction = nn.LSTM(lstm.input_size, lstm.hidden_size, batch_first=True, device="meta")  # no memory
+    return run_lstm(one_direction, inputs, state, weights)
+
+
+def run_lstm(
+    lstm: nn.LSTM,
+    inputs: torch.Tensor | PackedSequence,
+    state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    weights: dict[str, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor | PackedSequence, tuple[torch.Tensor, torch.Tensor]]:
+    """``lstm(inputs, state)``, with ``weights`` in place of its own parameters when given; under CPU
+    autocast, on weights, inputs and state cast to the autocast dtype."""
+    data = inputs.data if isinstance(inputs, PackedSequence) else inputs
+    if data.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+        dtype = torch.get_autocast_dtype("cpu")
+        with torch.autocast("cpu", enabled=False):
+            own = dict(lstm.named_parameters()) if weights is None else weights
+            cast = {name: weight.to(dtype) for name, weight in own.items()}
+            state = None if state is None else (state[0].to(dtype), state[1].to(dtype))
+            return functional_call(lstm, cast, (inputs.to(dtype), state))
+    if weights is None:
+        return lstm(inputs, state)
+    return functional_call(lstm, weights, (inputs, state))

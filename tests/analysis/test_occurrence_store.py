@@ -6,7 +6,12 @@ import pytest
 from util import tiny_bilm
 
 from spacy_contextual.analysis import occurrence_store
-from spacy_contextual.analysis.occurrence_store import OccurrenceStore, occurrence_layers, occurrence_pairs
+from spacy_contextual.analysis.occurrence_store import (
+    OccurrenceStore,
+    occurrence_layers,
+    occurrence_pairs,
+    record_chunks,
+)
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences
 from spacy_contextual.analysis.sense_probe import labelled_instances, sample_per_sense, sense_probe
 from spacy_contextual.embedders.elmo import ElmoEmbedder
@@ -79,3 +84,20 @@ def test_the_store_measures_its_rate_and_estimates_what_is_missing(embedder, mon
     assert missing == len({r for r, _ in pairs}) - 4 and store.estimate_seconds(pairs) == pytest.approx(missing / 8)
     store.layers(pairs)
     assert store.estimate_seconds(pairs) == 0
+
+
+def test_chunks_are_bounded_in_tokens_and_a_long_record_is_a_chunk_of_its_own(monkeypatch):
+    """The arrays of a chunk are held at once: many long records are never embedded together."""
+    monkeypatch.setattr(occurrence_store, "CHUNK_TOKENS", 40)
+    records = [{"tokens": ["w"] * n} for n in (3, 30, 25, 90, 2, 2, 2, 5)]
+    indices = [7, 0, 1, 2, 3, 4, 5, 6]
+    chunks = record_chunks(records, indices)
+    assert [i for chunk in chunks for i in chunk] == indices  # in the order given
+    for chunk in chunks:
+        longest = max(len(records[i]["tokens"]) for i in chunk)
+        assert len(chunk) == 1 or (longest + 2) * len(chunk) <= 40
+    assert [3] in chunks and len(chunks) == 5
+    embed, calls = counting(lambda sentences: [np.zeros((1, len(s), 2), np.float32) for s in sentences])
+    OccurrenceStore(embed, records).layers([(i, 0) for i in indices])
+    assert calls == [len(chunk) for chunk in record_chunks(records, sorted(indices))]  # the store's corpus order
+    assert max(calls) < len(records)

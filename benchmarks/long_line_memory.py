@@ -1,0 +1,149 @@
+"""Peak memory and time of one very long line (a document with no line breaks) through every path that
+embeds it: the corpus command (``spacy-contextual elmo|cove INPUT OUT.hdf5 --all``), the embedder API
+(``embed_sentences``), the dashboard's occurrence store, and the spaCy component (``nlp(text)``).
+
+The line is ``--tokens`` distinct made-up words (about 7 bytes each with the space: 130,000 tokens make
+a 0.9 MB line). Each path runs in a fresh process; its peak RSS (``os.wait4``) is compared with the same
+path run on a one-token line (imports and the model: the baseline) plus the bytes of the output it
+writes, (n_layers, n_tokens, width) float32. "extra" = peak - baseline - output: what the long line
+costs beyond its own result. The goal: under 1 GiB at 130,000 tokens. The measuring process imports
+neither torch nor the package (a forked child would carry its high-water mark, ``processes.py``).
+
+    python benchmarks/long_line_memory.py --tokens 30000 130000 --encoders elmo cove
+    python benchmarks/long_line_memory.py --tokens 130000 --output   # recorded in history/elmo_inference.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from processes import measure
+from record import HISTORY, publish
+
+PATHS = ("cli", "embedder", "dashboard", "pipeline")
+WIDTHS = {"elmo": (3, 256), "cove": (3, 600)}  # the bundled models' (n_layers, width)
+GOAL_MIB = 1024
+
+
+def distinct_words(count: int, seed: int = 0) -> list[str]:
+    """``count`` different lowercase words of 3 to 9 letters."""
+    rng = random.Random(seed)
+    words: dict[str, None] = {}
+    while len(words) < count:
+        words["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9)))] = None
+    return list(words)
+
+
+CHILD = """
+import json, sys, time
+path, kind, text_file, window = sys.argv[1:5]
+text = open(text_file, encoding="utf-8").read().strip()
+window = int(window) if window != "default" else None
+options = {} if window is None else {"max_window_tokens": window}
+if path == "pipeline":
+    import spacy
+    nlp = spacy.blank("en")
+    nlp.add_pipe(kind, config={"model": {"name": "default"}})
+    nlp.initialize()
+    start = time.perf_counter()
+    doc = nlp(text)
+    n = len(doc)
+else:
+    from spacy_contextual.embedders import load_encoder
+    embedder = load_encoder(kind, **options)
+    tokens = text.split()
+    start = time.perf_counter()
+    if path == "embedder":
+        n = embedder.embed_sentences([tokens])[0].shape[1]
+    else:
+        from spacy_contextual.analysis.occurrence_store import OccurrenceStore
+        store = OccurrenceStore(embedder.embed_sentences, [{"tokens": tokens}])
+        n = store.layers([(0, 0), (0, len(tokens) - 1)]).shape[0] and len(tokens)
+seconds = time.perf_counter() - start
+print(json.dumps({"tokens": n, "seconds": seconds}))
+"""
+
+
+def run_path(path: str, kind: str, text_file: Path, workdir: Path, window: int | None) -> dict:
+    """One path over ``text_file`` in a fresh process: its peak RSS (MiB) and the seconds of the embedding."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    if path == "cli":
+        out = workdir / f"{kind}-{text_file.stem}.hdf5"
+        window_option = [] if window is None else ["--max-window-tokens", str(window)]
+        command = [sys.executable, "-m", "spacy_contextual", kind, str(text_file), str(out), "--all"]
+        start = time.perf_counter()
+        measured = measure([*command, *window_option], env, workdir)
+        out.unlink()
+        return {"rss_mib": measured.rss_mb, "seconds": time.perf_counter() - start}
+    result = workdir / "result.json"
+    command = [sys.executable, "-c", CHILD, path, kind, str(text_file), str(window or "default")]
+    with result.open("w") as handle:
+        process = subprocess.Popen(command, env=env, cwd=workdir, stdout=handle, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
+    stderr = process.stderr.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{path} {kind} failed: {stderr[-2000:]}")
+    reported = json.loads(result.read_text().strip().splitlines()[-1])
+    return {"rss_mib": usage.ru_maxrss / 1024, "seconds": reported["seconds"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tokens", type=int, nargs="+", default=[130_000])
+    parser.add_argument("--encoders", nargs="+", choices=sorted(WIDTHS), default=["elmo", "cove"])
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
+    parser.add_argument("--window", type=int, default=None, help="max_window_tokens (default: the package's)")
+    parser.add_argument("--output", action="store_true", help="record the table in history/elmo_inference.md")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        one = workdir / "one.txt"
+        one.write_text("word\n", encoding="utf-8")
+        for kind in args.encoders:
+            for path in args.paths:
+                window = None if path == "pipeline" else args.window
+                baseline = run_path(path, kind, one, workdir, window)["rss_mib"]
+                for tokens in args.tokens:
+                    line = workdir / f"line-{tokens}.txt"
+                    line.write_text(" ".join(distinct_words(tokens)) + "\n", encoding="utf-8")
+                    measured = run_path(path, kind, line, workdir, window)
+                    layers, width = WIDTHS[kind]
+                    output = layers * tokens * width * 4 / 2**20
+                    extra = measured["rss_mib"] - baseline - output
+                    row = (kind, path, tokens, line.stat().st_size, measured, baseline, output, extra)
+                    rows.append(row)
+                    print(
+                        f"{kind} {path} {tokens:,} tokens: peak {measured['rss_mib']:,.0f} MiB, baseline "
+                        f"{baseline:,.0f}, output {output:,.0f}, extra {extra:,.0f} MiB, {measured['seconds']:.1f} s",
+                        flush=True,
+                    )
+    table = [
+        "| encoder | path | tokens (bytes) | peak RSS | baseline | output | extra (goal < 1,024) | seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind, path, tokens, size, measured, baseline, output, extra in rows:
+        table.append(
+            f"| {kind} | {path} | {tokens:,} ({size / 1000:,.0f} KB) | {measured['rss_mib']:,.0f} MiB | "
+            f"{baseline:,.0f} MiB | {output:,.0f} MiB | **{extra:,.0f} MiB** | {measured['seconds']:.0f} |"
+        )
+    command = "python benchmarks/long_line_memory.py " + " ".join(sys.argv[1:])
+    entry = (
+        f"## {time.strftime('%Y-%m-%d %H:%M')}: one long line, peak memory per path\n\n"
+        f'`{command}`; the bundled models, fp32, one fresh process per row; "extra" = peak RSS - the same '
+        "path on a one-token line - the output's float32 bytes.\n\n" + "\n".join(table)
+    )
+    publish(entry, HISTORY / "elmo_inference.md" if args.output else None)
+
+
+if __name__ == "__main__":
+    main()
