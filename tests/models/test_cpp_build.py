@@ -25,11 +25,12 @@ from pathlib import Path
 import pytest
 
 from spacy_contextual.models import cpp_build
-from spacy_contextual.models.cpp_build import OperatorBuild, extensions_root, inspect, load_operators
+from spacy_contextual.models.cpp_build import OperatorBuild, compiler, extensions_root, inspect, load_operators
 
+REAL_COMPILER = compiler()  # before any test points CXX at a stand-in
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler (c++ on the PATH)"),
+    pytest.mark.skipif(REAL_COMPILER is None, reason="needs a C++ compiler ($CXX, or c++ on the PATH)"),
 ]
 SOURCE = textwrap.dedent(
     """
@@ -69,7 +70,7 @@ def runs(tmp_path: Path) -> list[str]:
 def counting_compiler(tmp_path: Path, fail: str | None = None) -> Path:
     """A compiler script that logs each run, then fails printing ``fail`` or runs the real c++."""
     script = tmp_path / "cxx"
-    action = f"echo {fail!r} >&2; exit 1" if fail else f'exec {shutil.which("c++")} "$@"'
+    action = f"echo {fail!r} >&2; exit 1" if fail else f'exec {REAL_COMPILER} "$@"'
     script.write_text(f"#!/bin/sh\necho run >> {tmp_path / 'compiler_runs'}\n{action}\n")
     script.chmod(0o755)
     return script
@@ -132,7 +133,7 @@ def test_a_build_killed_midway_leaves_nothing_that_hangs_or_breaks_the_next(cach
     """SIGKILL while the compiler runs: the kernel drops the lock with its holder, the next process builds
     at once, and the killed one's working files are removed."""
     slow = tmp_path / "slow_cxx"
-    slow.write_text(f'#!/bin/sh\ntouch {tmp_path / "started"}\nsleep 30\nexec {shutil.which("c++")} "$@"\n')
+    slow.write_text(f'#!/bin/sh\ntouch {tmp_path / "started"}\nsleep 30\nexec {REAL_COMPILER} "$@"\n')
     slow.chmod(0o755)
     build = probe(tmp_path)
     env = {**os.environ, "CXX": str(slow)}

@@ -31,7 +31,8 @@ def operator():
     """The cell operator of this CPU, or a skip naming why it cannot be built here."""
     built = cell_operator()
     if built is None:
-        pytest.skip(f"the fused LSTM cell cannot be built here: {fused_cell.cell_state()}")
+        state = fused_cell.cell_state()
+        pytest.skip(f"the fused LSTM cell cannot be built here: {state.state} ({state.detail})")
     return built
 
 

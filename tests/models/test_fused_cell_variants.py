@@ -11,19 +11,18 @@ round differently on AVX2 and AVX-512, so nothing here is compared bit for bit a
 from __future__ import annotations
 
 import platform
-import shutil
 
 import pytest
 import torch
 from test_fused_cell import D, gates, torch_step
 
-from spacy_contextual.models.cpp_build import build_library, load_operators
+from spacy_contextual.models.cpp_build import build_library, compiler, load_operators
 from spacy_contextual.models.fused_cell import VARIANTS, cell_build, runs_here
 
 pytestmark = [
     pytest.mark.integration,  # runs the compiler
     pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the flag table is x86-64's"),
-    pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler (c++ on the PATH)"),
+    pytest.mark.skipif(compiler() is None, reason="needs a C++ compiler ($CXX, or c++ on the PATH)"),
 ]
 BUDGET = 1e-6
 
