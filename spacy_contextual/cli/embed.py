@@ -63,7 +63,7 @@ WindowTokens = Annotated[
     int | None,
     typer.Option(
         "--max-window-tokens",
-        help=f"A line of more tokens than this runs alone, in windows of this many positions, each LSTM direction "
+        help=f"A line of more tokens than this runs in windows of this many positions, each LSTM direction "
         f"carrying its state across them: the vectors of the whole line, memory bounded by the window (1 to "
         f"{MAX_WINDOW_OPTION}; default {MAX_WINDOW_TOKENS})",
     ),

@@ -7,8 +7,9 @@ is [300, 600, 600], so ``array[0, :, :300]`` is the GloVe vector. The paper's do
 lookup, as the model was trained. ``translate`` needs the whole MT model (a "cove-mt" directory such
 as the bundled default) and returns the attention matrix too. ``precision`` (fp32, bf16, or fp16 on
 CUDA; ``precision.py``) runs the encoder and the translator under autocast; the arrays stay float32. A
-sentence of more than ``max_window_tokens`` tokens runs in windows, each LSTM direction's state carried
-across them (``CoveLayers.encode_in_windows``), and is written straight into its array.
+batch holding a sentence of more than ``max_window_tokens`` tokens runs in windows of that many
+positions, each row's LSTM state carried across them in both directions
+(``CoveLayers.encode_in_windows``), and is written straight into its arrays.
 """
 
 from __future__ import annotations
@@ -97,18 +98,19 @@ class CoveEmbedder(Embedder):
     @torch.no_grad()
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         out = [np.zeros((self.num_layers, 0, self.output_dim), dtype=np.float32) for _ in sentences]
-        rows = [i for i, sentence in enumerate(sentences) if 0 < len(sentence) <= self.max_window_tokens]
-        if rows:
+        rows = [i for i, sentence in enumerate(sentences) if len(sentence) > 0]
+        if rows and max(len(sentences[i]) for i in rows) > self.max_window_tokens:  # straight into the arrays
+            arrays = [torch.empty(self.num_layers, len(sentences[i]), self.output_dim) for i in rows]
+            with autocast(self.precision, self.device):
+                self.layers.encode_in_windows([sentences[i] for i in rows], arrays, self.max_window_tokens)
+            for index, array in zip(rows, arrays, strict=True):
+                out[index] = array.numpy()
+        elif rows:
             ids, lengths = self.layers.word_ids([sentences[i] for i in rows])
             with autocast(self.precision, self.device):
                 stacked = self.layers(ids, lengths).float().cpu().numpy()  # (B, 3, T, 2H)
             for row, index in enumerate(rows):
                 out[index] = np.ascontiguousarray(stacked[row, :, : int(lengths[row])])
-        for index in (i for i, sentence in enumerate(sentences) if len(sentence) > self.max_window_tokens):
-            array = torch.empty(self.num_layers, len(sentences[index]), self.output_dim)
-            with autocast(self.precision, self.device):
-                self.layers.encode_in_windows(sentences[index], array, self.max_window_tokens)
-            out[index] = array.numpy()
         return out
 
     # -- translation ----------------------------------------------------------------------------

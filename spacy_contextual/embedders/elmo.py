@@ -3,12 +3,13 @@
 Layer 0 is [x_k; x_k], the char-CNN token vector (context independent); layers 1..L are
 [forward_k; backward_k] of the biLSTM layers. Sentences are batched by length under a token budget
 (``embedder.py``); the char-CNN vector of each distinct word is computed once and kept in an LRU
-cache across batches (``models/token_cache.py``). A sentence of more than ``max_window_tokens`` tokens
-runs in windows, each direction's LSTM state carried across them (``models/bilm_windows.py``), and is
-written straight into its array. Stateless by default; ``stateful=True`` runs
-consecutive batches in input order and carries LSTM state per batch row, as AllenNLP's
-``ElmoEmbedder`` does. ``device``: cpu, cuda, cuda:N or auto; ``precision``: fp32, bf16 or fp16 (CUDA)
-casts the biLM's weights once (``precision.py``); the arrays stay float32.
+cache across batches (``models/token_cache.py``). A batch holding a sentence of more than
+``max_window_tokens`` tokens runs in windows of that many positions, each row's LSTM state carried
+across them in both directions (``models/bilm_windows.py``), and is written straight into its arrays.
+Stateless by default; ``stateful=True`` runs consecutive batches in input order and carries LSTM state
+per batch row, as AllenNLP's ``ElmoEmbedder`` does. ``device``: cpu, cuda, cuda:N or auto;
+``precision``: fp32, bf16 or fp16 (CUDA) casts the biLM's weights once (``precision.py``); the arrays
+stay float32.
 """
 
 from __future__ import annotations
@@ -91,19 +92,14 @@ class ElmoEmbedder(Embedder):
         if not sentences:
             return []
         arrays = [torch.empty(self.num_layers, len(sentence), self.output_dim) for sentence in sentences]
-        rows = self.bilm.state_rows(sentences)  # the carried rows (stateful), also of a sentence run on its own
-        whole = [i for i, sentence in enumerate(sentences) if len(sentence) <= self.max_window_tokens]
-        if whole:
-            chosen = [sentences[i] for i in whole]
-            activations, _ = self.bilm.encode_sentences(chosen, self.token_cache, [rows[i] for i in whole])
-            layers = [layer.cpu() for layer in activations]  # L x (B, T+2, 2P), in the weights' dtype
-            for row, index in enumerate(whole):  # each sentence's values copied once, widened as they go
-                for layer, values in zip(layers, arrays[index], strict=True):
-                    values.copy_(layer[row, 1 : len(sentences[index]) + 1])
-        for index in (i for i, sentence in enumerate(sentences) if len(sentence) > self.max_window_tokens):
-            encode_in_windows(
-                self.bilm, sentences[index], arrays[index], self.max_window_tokens, self.token_cache, rows[index]
-            )
+        if max(map(len, sentences)) > self.max_window_tokens:  # written window by window, straight into the arrays
+            encode_in_windows(self.bilm, sentences, arrays, self.max_window_tokens, self.token_cache)
+            return [array.numpy() for array in arrays]
+        activations, _ = self.bilm.encode_sentences(sentences, self.token_cache)
+        layers = [layer.cpu() for layer in activations]  # L x (B, T+2, 2P), in the weights' dtype
+        for row, (sentence, array) in enumerate(zip(sentences, arrays, strict=True)):
+            for layer, values in zip(layers, array, strict=True):  # each sentence's values copied once, widened
+                values.copy_(layer[row, 1 : len(sentence) + 1])
         return [array.numpy() for array in arrays]
 
 

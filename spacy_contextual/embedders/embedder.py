@@ -5,9 +5,9 @@ Row i of layer j is h_{i,j}, the j-th representation of token i. A layer narrowe
 (CoVe's GloVe next to its LSTM layers) is zero-padded on the right; ``layer_widths`` gives each
 layer's own width. Sentences are read ``batch_size * chunk_batches`` at a time (so any iterable can be
 streamed), batched by ``batching.plan_batches`` under ``max_batch_tokens``, and returned in input
-order. A sentence of more than ``max_window_tokens`` tokens is run on its own in windows of that many
-positions, with the vectors of the whole sentence (``batching.py``). A subclass says how to run one
-batch (``embed_batch``) and names its layers.
+order. A batch holding a sentence of more than ``max_window_tokens`` tokens runs in windows of that
+many positions of each row, with the vectors of the whole sentences (``batching.py``). A subclass says
+how to run one batch (``embed_batch``) and names its layers.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ The returned activations are ``h_{k,0} = [x_k; x_k]`` and ``h_{k,j} = [fwd_{k,j}
 Stateless (default): every call starts from zero state. ``stateful=True`` carries (h, c) of every
 layer and direction from call to call per batch row, exactly as bilm-tf and AllenNLP do; the carried
 state moves with the module (``.to(device)``). Sentence i of a batch continues carried row
-``state_rows(sentences)[i]`` (row i here; a subclass may order them otherwise), or the row a caller
-names, so that a batch may be run in parts (``bilm_windows.py`` runs a long sentence on its own).
+``state_rows(sentences)[i]`` (row i here; a subclass may order them otherwise); ``carried_states`` and
+``carry_states`` read and keep them for a caller that runs the stacks itself (``bilm_windows.py``).
 """
 
 from __future__ import annotations
@@ -171,17 +171,13 @@ class BiLM(nn.Module):
         return self.encode(self.token_encoder(ids), mask)
 
     def encode_sentences(
-        self,
-        sentences: Sequence[Sequence[str]],
-        token_cache: TokenVectorCache | None = None,
-        rows: Sequence[int] | None = None,
+        self, sentences: Sequence[Sequence[str]], token_cache: TokenVectorCache | None = None
     ) -> BiLMOutput:
         """The biLM over tokenised sentences (boundaries added); the char CNN runs once per distinct
-        word, through ``token_cache`` when given (kept across calls while no gradient flows). ``rows``:
-        the carried rows the sentences continue (stateful), default ``state_rows(sentences)``."""
+        word, through ``token_cache`` when given (kept across calls while no gradient flows). Stateful,
+        sentence i continues carried row ``state_rows(sentences)[i]``."""
         cache = TokenVectorCache(0) if token_cache is None else token_cache
-        rows = self.state_rows(sentences) if rows is None else rows
-        return self.encode(*cache.token_vectors(self.token_encoder, sentences), rows=rows)
+        return self.encode(*cache.token_vectors(self.token_encoder, sentences), rows=self.state_rows(sentences))
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor, rows: Sequence[int] | None = None) -> BiLMOutput:
         """Run the LSTM stacks over token vectors ``(B, T+2, P)`` (boundaries included); batch row b
