@@ -49,6 +49,16 @@ def distinct_words(count: int, seed: int = 0) -> list[str]:
 
 CHILD = """
 import json, sys, time
+
+def status_mib(field):
+    with open("/proc/self/status", encoding="ascii") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith(field))
+
+def rss_mib():  # the RSS now, after the peak so far is forgotten (Linux: VmHWM starts again from here)
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+        clear.write("5")
+    return status_mib("VmRSS:")
+
 path, kind, text_file, model, precision, window = sys.argv[1:7]
 text = open(text_file, encoding="utf-8").read().strip()
 options = {"precision": precision}
@@ -59,20 +69,21 @@ if path == "pipeline":
     nlp = spacy.blank("en")
     nlp.add_pipe(kind, config={"model": {"name": model, "precision": precision}})
     nlp.initialize()
-    start = time.perf_counter()
+    before, start = rss_mib(), time.perf_counter()
     n = len(nlp(text))
 else:
     from spacy_contextual.embedders import load_encoder
     embedder = load_encoder(kind, model, **options)
     tokens = text.split()
-    start = time.perf_counter()
+    before, start = rss_mib(), time.perf_counter()
     if path == "embedder":
         n = embedder.embed_sentences([tokens])[0].shape[1]
     else:
         from spacy_contextual.analysis.occurrence_store import OccurrenceStore
         store = OccurrenceStore(embedder.embed_sentences, [{"tokens": tokens}])
         n = store.layers([(0, 0), (0, len(tokens) - 1)]).shape[0] and len(tokens)
-print(json.dumps({"tokens": n, "seconds": time.perf_counter() - start}))
+seconds = time.perf_counter() - start
+print(json.dumps({"tokens": n, "seconds": seconds, "rss_before_mib": before, "line_peak_mib": status_mib("VmHWM:")}))
 """
 
 
@@ -89,7 +100,7 @@ def run_path(
         start = time.perf_counter()
         measured = measure(command, env, workdir)
         out.unlink()
-        return {"rss_mib": measured.rss_mb, "seconds": time.perf_counter() - start}
+        return {"rss_mib": measured.rss_mb, "seconds": time.perf_counter() - start, "above_mib": None}
     command = [sys.executable, "-c", CHILD, path, kind, str(text_file), model, precision, str(window or "default")]
     result = workdir / "result.json"
     with result.open("w") as handle:
@@ -100,7 +111,8 @@ def run_path(
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{path} {kind} failed: {stderr[-2000:]}")
     reported = json.loads(result.read_text().strip().splitlines()[-1])
-    return {"rss_mib": usage.ru_maxrss / 1024, "seconds": reported["seconds"]}
+    above = reported["line_peak_mib"] - reported["rss_before_mib"]  # the line's own peak over what was held before
+    return {"rss_mib": usage.ru_maxrss / 1024, "seconds": reported["seconds"], "above_mib": above}
 
 
 def main() -> None:
@@ -134,23 +146,28 @@ def main() -> None:
                     rows.append((kind, size, path, tokens, line.stat().st_size, measured, baseline, output, extra))
                     print(
                         f"{kind} ({size}) {path} {tokens:,} tokens: peak {measured['rss_mib']:,.0f} MiB, baseline "
-                        f"{baseline:,.0f}, output {output:,.0f}, extra {extra:,.0f} MiB, {measured['seconds']:.1f} s",
+                        f"{baseline:,.0f}, output {output:,.0f}, extra {extra:,.0f} MiB, the line's own peak "
+                        f"{measured['above_mib'] or 0:,.0f}, {measured['seconds']:.1f} s",
                         flush=True,
                     )
     table = [
-        "| encoder | path | tokens (bytes) | peak RSS | baseline | output | extra (goal < 1,024) | seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| encoder | path | tokens (bytes) | peak RSS | baseline | output | extra (goal < 1,024) | above RSS before |"
+        " seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for kind, size, path, tokens, nbytes, measured, baseline, output, extra in rows:
+        above = "-" if measured["above_mib"] is None else f"{measured['above_mib'] - output:,.0f} MiB"
         table.append(
             f"| {kind} ({size}) | {path} | {tokens:,} ({nbytes / 1000:,.0f} KB) | {measured['rss_mib']:,.0f} MiB | "
-            f"{baseline:,.0f} MiB | {output:,.0f} MiB | **{extra:,.0f} MiB** | {measured['seconds']:.0f} |"
+            f"{baseline:,.0f} MiB | {output:,.0f} MiB | **{extra:,.0f} MiB** | {above} | {measured['seconds']:.0f} |"
         )
     command = "python benchmarks/long_line_memory.py " + " ".join(sys.argv[1:])
     entry = (
         f"## {time.strftime('%Y-%m-%d %H:%M')}: one long line, peak memory per path\n\n"
         f'`{command}`, {args.precision}; one fresh process per row; "extra" = peak RSS - the same path on a '
-        "one-token line - the output's float32 bytes.\n\n" + "\n".join(table)
+        'one-token line - the output\'s float32 bytes; "above RSS before" (in-process paths) = the peak RSS while '
+        "the line ran (VmHWM reset just before it) - the RSS just before it - the output: a model's load peak "
+        "left out.\n\n" + "\n".join(table)
     )
     publish(entry, HISTORY / "elmo_inference.md" if args.output else None)
 

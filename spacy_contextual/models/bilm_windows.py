@@ -93,4 +93,4 @@ def write(out: torch.Tensor, start: int, stop: int, layers: list[torch.Tensor], 
     if first >= last:
         return
     for values, target in zip(layers, out, strict=True):
-        target[first - 1 : last - 1, half] = values[first - start : last - start].to(target.device)
+        target[first - 1 : last - 1, half].copy_(values[first - start : last - start])

@@ -65,5 +65,5 @@ class CoveLayers(nn.Module):
             out[0, :, width:] = 0
             for start in range(0, out.shape[1], window):
                 stop = min(start + window, out.shape[1])
-                out[0, start:stop, :width] = glove(row, start, stop).to(out.device)
+                out[0, start:stop, :width].copy_(glove(row, start, stop))
         self.encoder.encode_in_windows(glove, [out[1:] for out in outputs], window)

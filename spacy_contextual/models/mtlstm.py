@@ -99,10 +99,8 @@ class MTLSTM(nn.Module):
                     y, _ = pad_packed_sequence(y, batch_first=True)
                     for index, (row, (start, stop)) in enumerate(zip(active, spans, strict=True)):
                         values = y[index, : stop - start]
-                        values = values.flip(0) if reverse else values
-                        outputs[row][k, start:stop, direction * H : (direction + 1) * H] = values.to(
-                            outputs[row].device
-                        )
+                        target = outputs[row][k, start:stop, direction * H : (direction + 1) * H]
+                        target.copy_(values.flip(0) if reverse else values)  # to the outputs' device and dtype
 
     def load_published_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Load an ``nn.LSTM(num_layers=2, bidirectional=True)`` state dict (``weight_ih_l1_reverse`` ...)."""
