@@ -11,6 +11,7 @@ from pathlib import Path
 from ..embedders import Embedder, load_encoder
 from ..errors import ContextualError, quoted
 from ..hub.resolver import KINDS, is_default, resolve_model_dir
+from ..kinds import a_model
 from .attention import training_domain
 
 __all__ = [
@@ -28,7 +29,7 @@ def load_model(kind: str, model: str) -> Embedder:
     try:
         return load_encoder(kind, model.strip() or "default")
     except (OSError, ValueError) as error:
-        raise ModelUnavailable(f"Could not load a {kind} model from {quoted(model)}: {error}.") from None
+        raise ModelUnavailable(f"Could not load {a_model(kind)} from {quoted(model)}: {error}.") from None
 
 
 def is_bundled(model: str) -> bool:

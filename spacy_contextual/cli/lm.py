@@ -70,7 +70,9 @@ def pretrain_command(
 @app.command("finetune-elmo", context_settings=EXTRA_ARGS)
 def finetune_command(
     ctx: typer.Context,
-    model: Annotated[str, model_argument("elmo", what="ELMo", extra="or a bilm-tf weights.hdf5 (with --options-file)")],
+    model: Annotated[
+        str, model_argument("elmo", what="ELMo", extra="or a bilm-tf weights.hdf5 (with --options-file)", files=True)
+    ],
     config_path: Path = typer.Argument(
         ...,
         parser=InputFile(),
