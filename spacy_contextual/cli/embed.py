@@ -146,7 +146,7 @@ def check_embed_options(kind: str, params: dict) -> None:
 
 
 @app.command("elmo")
-@checks_first(lambda params: check_embed_options("elmo", params))
+@checks_first(lambda ctx: check_embed_options("elmo", ctx.params))
 def elmo_command(
     ctx: typer.Context,
     input_file: InputArgument,
@@ -182,7 +182,7 @@ def elmo_command(
 
 
 @app.command("cove")
-@checks_first(lambda params: check_embed_options("cove", params))
+@checks_first(lambda ctx: check_embed_options("cove", ctx.params))
 def cove_command(
     ctx: typer.Context,
     input_file: InputArgument,

@@ -14,7 +14,8 @@ Path parameters declare their role once, on the parameter: ``InputFile``, ``Inpu
 2. each output is checked by the one writer (``writer.py``) against every input of the command and
    every model folder already on disk (so ``OUTPUT = INPUT``, an output inside a model folder or a
    FIFO is refused in one line before any work);
-3. the command's own checks of its options together (``checks_first``), still before any download;
+3. the command's own checks of its options together (``checks_first``: e.g. the embed commands' ranges
+   and precision, finetune-elmo's output folders named in its config), still before any download;
 4. inside ``writer.command_reads(inputs)``, each model is resolved once (a catalog model fetched if it
    is not cached), the outputs are checked against the resolved folders, and the command runs with
    each model's folder as a plain path; whatever it opens later (a text file, a model named in a
@@ -173,9 +174,10 @@ def bundled_models_of(ctx: typer.Context, params) -> list[Path]:
 CHECK_FIRST = "spacy_contextual_check_first"
 
 
-def checks_first(check: Callable[[dict[str, Any]], None]) -> Callable:
-    """Give a command ``check(params)``: its options checked together (ranges, options that go together,
-    what an output needs), which ``GuardedCommand`` runs before any model is fetched."""
+def checks_first(check: Callable[[typer.Context], None]) -> Callable:
+    """Give a command ``check(ctx)``: its options checked together (ranges, options that go together,
+    what an output needs, outputs named in a config), which ``GuardedCommand`` runs before any model is
+    fetched; ``ctx.params`` holds the models as read (``ModelName``), not resolved."""
 
     def mark(function: Callable) -> Callable:
         setattr(function, CHECK_FIRST, check)
@@ -195,7 +197,7 @@ class GuardedCommand(TyperCommand):
         self.check_outputs(ctx, [*reads, *(model.visible() for model in models.values())])
         check = getattr(self.callback, CHECK_FIRST, None)
         if check is not None:
-            check(ctx.params)
+            check(ctx)
         with writer.command_reads(reads):
             for name, model in models.items():
                 ctx.params[name] = str(model.resolve())

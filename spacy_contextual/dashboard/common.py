@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model
+from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model, name_notice
 from ..analysis.occurrence_store import OccurrenceStore
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import MIX
@@ -169,7 +169,16 @@ def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared
     return kind, model
 
 
+def show_name_notice(kind: str, model: str) -> None:
+    """The notice a model name carries (a folder here has the name of the model used), as the commands
+    print it."""
+    notice = name_notice(kind, model)
+    if notice is not None:
+        st.warning(notice)
+
+
 def encoder_or_stop(kind: str, model: str) -> Embedder:
+    show_name_notice(kind, model)
     try:
         return cached_encoder(kind, model)
     except ModelUnavailable as error:

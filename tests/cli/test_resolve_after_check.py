@@ -5,11 +5,12 @@ same notice when a folder of that name is here."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
 from model_server import bilm_entry, bilm_tf_files, write_catalog
-from util import assert_one_line_error, cli, writer_leftovers
+from util import REPO, assert_one_line_error, cli, writer_leftovers
 
 from spacy_contextual.hub import fetch as fetch_module
 
@@ -103,3 +104,13 @@ def test_the_same_name_means_the_catalog_model_in_every_command_with_one_notice(
     folder = cli("convert-model", "./tiny", tmp_path / "converted-folder", "--catalog", catalog)
     assert_one_line_error(folder, "tiny holds no model this package reads")  # the (empty) folder, not the model
     assert "warning:" not in folder.stderr
+
+
+def test_finetune_checks_its_configs_output_folders_before_the_download(tmp_path, home, server, catalog, text):
+    config = json.loads((REPO / "configs" / "finetune_elmo_task.json").read_text(encoding="utf-8"))
+    config["data"].update(train=[str(text)], valid=str(text))
+    config["training"]["output_dir"] = str(text)  # a file: no folder can be written there
+    path = tmp_path / "finetune.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert_one_line_error(cli("finetune-elmo", "tiny", path, "--catalog", catalog), "is a file, not a directory")
+    assert server.requests == {} and not (home / "tiny").exists()

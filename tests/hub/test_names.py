@@ -181,3 +181,24 @@ def test_the_bundled_name_is_the_bundled_folder():
     assert resolve_model_dir("cove", "default") == bundled_model_dir("cove")
     with pytest.raises(ContextualError, match="unknown encoder 'bert'"):
         read_model_name("bert", "default")
+
+
+def test_the_dashboard_shows_the_notice_the_commands_print(catalog, online, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from spacy_contextual.analysis.models import name_notice
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    notice = "'mine' is a model of the catalog, and also the folder ./mine here: the model is used; write ./mine to use"
+    assert name_notice("elmo", "mine").startswith(notice)
+    assert name_notice("elmo", "./mine") is None and name_notice("elmo", "nothing-like-it") is None
+    assert not (online / "mine").exists()  # reading the name fetched nothing
+
+    def page():
+        from spacy_contextual.dashboard.common import show_name_notice
+
+        show_name_notice("elmo", "mine")
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception and [w.value for w in at.warning] == [name_notice("elmo", "mine")]
