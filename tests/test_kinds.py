@@ -11,8 +11,8 @@ import pytest
 from spacy_contextual.kinds import KINDS, a_model, kind_name
 
 PACKAGE = Path(__file__).resolve().parent.parent / "spacy_contextual"
-#: an article written before a kind or an encoder put into a message: the article cannot follow the word
-HAND_MADE_ARTICLE = re.compile(r"\b[Aa]n? \{[^}]*\b(kind|encoder)\b[^}]*\}")
+#: an article written before a model's kind or encoder put into a message: the article cannot follow the word
+HAND_MADE_ARTICLE = re.compile(r"\b[Aa]n? \{[^}]*\b(kind|encoder)\b[^}]*\} model")
 
 
 @pytest.mark.parametrize(
