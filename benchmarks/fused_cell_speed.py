@@ -2,9 +2,9 @@
 operations it replaces, at ELMo's shapes.
 
 For z^T (4D, columns) and c^T (D, columns): the gates, the cell update, the clipping and o * tanh(c)
-(``models/lstm.py``). "torch operations" is the layer's own in-place step (``ProjectedLSTM._cell``) on
-float32 gates; with bf16 weights it first widens the bf16 product and adds b (``low_precision_product``,
-what the layer did before the fused cell). "fused cell" is one call of the operator, which reads the bf16
+(``models/lstm.py``). "torch operations" is the inference engine's in-place step (``torch_cell_step`` of
+``models/lstm_inference.py``) on float32 gates; with bf16 weights it first widens the bf16 product and
+adds b (what ``low_precision_product`` does there). "fused cell" is one call of the operator, which reads the bf16
 product and adds b itself. Both run alternately; the median milliseconds per step are reported.
 
     python benchmarks/fused_cell_speed.py [--dims 4096 1024] [--columns 256 64] [--threads 2]
@@ -23,13 +23,15 @@ from record import publish
 
 from spacy_contextual.models.fused_cell import cell_operator
 from spacy_contextual.models.lstm import ProjectedLSTM
+from spacy_contextual.models.lstm_inference import torch_cell_step
 
 CLIP = 3.0
 
 
 def step_times(D: int, columns: int, dtype: torch.dtype, repeats: int = 50) -> dict[str, float]:
     torch.manual_seed(0)
-    lstm = ProjectedLSTM(16, D, 16, cell_clip=CLIP).to(dtype)  # only its _cell is used
+    lstm = ProjectedLSTM(16, D, 16, cell_clip=CLIP).to(dtype)  # only its sizes and clip are used
+    cell_step = torch_cell_step(lstm, columns)
     product = (torch.randn(4 * D, columns) * 3).to(dtype)
     bias = torch.randn(4 * D)
     c = torch.randn(D, columns)
@@ -41,7 +43,7 @@ def step_times(D: int, columns: int, dtype: torch.dtype, repeats: int = 50) -> d
     def torch_operations() -> None:
         if low_precision:  # the widening and the bias: part of the step before the fused cell
             gates.copy_(product).add_(bias[:, None])
-        lstm._cell(gates, c, in_place=True)
+        cell_step(gates, c)
 
     def fused() -> None:
         operator(product, bias if low_precision else None, c, CLIP, h)

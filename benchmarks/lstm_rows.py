@@ -2,7 +2,7 @@
 
 An LSTM step multiplies every row still inside its sentence by W_h (4D x P), so as a length-sorted
 batch runs on the row count falls from the batch size to 1. The matrix kernels handle whole blocks of
-columns far faster than a remainder; ``models/lstm.py`` therefore computes ``padded_rows(rows)``
+columns far faster than a remainder; ``models/lstm_steps.py`` therefore plans ``padded_rows(rows)``
 columns (a multiple of ``ROW_MULTIPLE``) and drops the extra ones. For every row count from 1 to
 ``--max-rows`` this times ``torch.mm(W_h, h^T)`` with ``rows`` columns and with ``padded_rows(rows)``
 columns (best of 3 repeats of ``--calls`` calls), and reports a sample of row counts and the total over
@@ -22,7 +22,7 @@ import torch
 from common import ROOT, SIZES
 from record import publish
 
-from spacy_contextual.models.lstm import ROW_MULTIPLE, padded_rows
+from spacy_contextual.models.lstm_steps import ROW_MULTIPLE, padded_rows
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SAMPLE = (1, 2, 15, 16, 17, 33, 47, 48, 63, 64, 65, 127, 128, 200, 250, 255, 256)

@@ -24,6 +24,16 @@ def test_bf16_is_fast_only_with_native_bf16_instructions(monkeypatch):
     assert "matrix extensions: avx512_bf16, amx_bf16, amx_int8; bf16 fast (native)" in hardware.describe_cpu()
 
 
+def test_a_machine_playing_a_smaller_cpu_says_so(monkeypatch):
+    fake_cpu(monkeypatch, amx_bf16=True, avx512_bf16=True)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    assert not hardware.bf16_is_fast()  # oneDNN may not use its bf16 instructions
+    assert hardware.describe_cpu().endswith(
+        "bf16 emulated (slower than fp32 here) (limited by ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2)"
+    )
+
+
 def test_flags_of_this_machine_are_torch_cpuinfo():
     assert hardware.cpu_flags() == {
         flag: bool(torch.cpu.get_capabilities().get(flag)) for flag in hardware.MATRIX_FLAGS

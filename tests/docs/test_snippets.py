@@ -330,16 +330,23 @@ def checkout(tmp_path, tiny_shared, monkeypatch, published) -> Path:
     return work
 
 
-def make_standins(code: str, work: Path, server: ModelServer) -> None:
+def make_standins(code: str, work: Path, server: ModelServer) -> list[str]:
+    """Makes the stand-ins the code names; returns their names (files and catalog models)."""
+    made = []
     for name, make in STANDINS.items():
-        if re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", code) and not (work / name).exists():
-            make(work / name)
+        if re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", code):
+            if not (work / name).exists():
+                make(work / name)
+            made.append(name)
     catalog = Path(os.environ[CATALOG_ENV])
     entries = json.loads(catalog.read_text(encoding="utf-8"))["models"]
     for name, entry in load_catalog(None).items():
-        if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", code) and name not in entries:
-            entries[name] = published_standin(server, name, entry.format)
+        if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", code):
+            made.append(name)
+            if name not in entries:
+                entries[name] = published_standin(server, name, entry.format)
     write_catalog(catalog, entries)
+    return made
 
 
 # -- running a command ---------------------------------------------------------------------------------
@@ -431,9 +438,28 @@ def test_the_extractor_finds_the_documented_snippets():
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("snippet", [pytest.param(s, id=s.name) for s in python_snippets()])
 def test_python_snippet_runs(snippet, checkout, published, capsys):
+    """It runs; where it runs on the real (bundled) models, each ``print(...)  # VALUE: words`` line prints the
+    value its comment promises (a number within 0.002 of it), when each print prints one line."""
     code = snippet.code
-    make_standins(code, checkout, published)
+    standins = make_standins(code, checkout, published)
     exec(compile(code, snippet.name, "exec"), {"__name__": "__snippet__"})
+    printed = capsys.readouterr().out.splitlines()
+    prints = re.findall(r"^print\(.*?\)(?:  # (.*))?$", code, re.M)
+    if standins or len(prints) != len(printed):  # stand-in models print other values; a print in a loop, more lines
+        return
+    for line, comment in zip(printed, prints, strict=True):
+        assert not comment or promise_kept(line, comment), f"{snippet.name}: printed {line!r}, comment {comment!r}"
+
+
+def promise_kept(printed: str, comment: str) -> bool:
+    """The comment starts with what was printed, or with a number within 0.002 of it."""
+    if comment.startswith(printed):
+        return True
+    value = comment.split(":")[0].strip()
+    try:
+        return abs(float(value) - float(printed)) <= 0.002
+    except ValueError:
+        return False
 
 
 @pytest.mark.timeout(3600)  # benchmarks/README.md's speed benchmarks, as written: 20 minutes on 2 shared cores
