@@ -3,9 +3,11 @@
 
 * Nothing the command reads is overwritten: ``reads`` names its inputs, model files and vocabularies,
   and an output that is one of them (by device and inode, so not through a link either) or lies inside
-  one of those folders is refused before any work. Inside ``command_reads()`` (the command line opens
-  it around every command) the resolver and the text readers add what they open (``note_read``), so a
-  write that comes later in the command is checked against them too.
+  one of those folders is refused before any work. Inside ``command_reads()`` (the command line's one
+  runner opens it around every command) the resolver and the text readers add what they open
+  (``note_read``), so a write that comes later in the command is checked against them too. What the
+  running command reads is a ``ContextVar`` holding a tuple: each ``note_read`` sets a longer tuple in
+  the current context, so nothing is shared between commands, threads or tests.
 * Nothing of the user's beside the output is touched: the work happens under the writer's own names,
   ``.<name>.<random>.spacy-contextual-new`` (and ``-old`` for the previous version while it is swapped
   out), which no user file can collide with; nothing else in the folder is renamed or deleted.
@@ -34,6 +36,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 
 from .errors import ContextualError, quoted
@@ -52,25 +55,30 @@ class OutputError(ContextualError):
     """An output path that the writer refuses: it is read by the command, special, or protected."""
 
 
-_COMMAND_READS: list[Path] | None = None  # what the running command reads; None outside a command
+#: what the running command reads, in this context; None outside a command
+COMMAND_READS: ContextVar[tuple[Path, ...] | None] = ContextVar("command_reads", default=None)
 
 
 @contextmanager
 def command_reads(paths: Iterable[PathLike | None] = ()) -> Iterator[None]:
     """While the block runs, every write is checked against ``paths`` and whatever ``note_read`` adds."""
-    global _COMMAND_READS
-    previous = _COMMAND_READS
-    _COMMAND_READS = [Path(path) for path in paths if path is not None and str(path) not in ("", "-")]
+    token = COMMAND_READS.set(tuple(Path(path) for path in paths if path is not None and str(path) not in ("", "-")))
     try:
         yield
     finally:
-        _COMMAND_READS = previous
+        COMMAND_READS.reset(token)
 
 
 def note_read(path: PathLike) -> None:
     """Record that the running command reads ``path`` (a file or a model folder); no-op outside a command."""
-    if _COMMAND_READS is not None and str(path) not in ("", "-"):
-        _COMMAND_READS.append(Path(path))
+    reads = COMMAND_READS.get()
+    if reads is not None and str(path) not in ("", "-"):
+        COMMAND_READS.set((*reads, Path(path)))
+
+
+def read_by_command() -> tuple[Path, ...]:
+    """What the running command has read so far (nothing outside a command)."""
+    return COMMAND_READS.get() or ()
 
 
 def working_name(target: Path, kind: str) -> Path:
@@ -185,7 +193,7 @@ def check_not_special(target: Path) -> None:
 def check_not_read(path: PathLike, reads: Iterable[PathLike | None]) -> None:
     """``path`` is none of the files the command reads, nor inside a folder it reads."""
     target = Path(path)
-    for kept in (Path(item) for item in [*reads, *(_COMMAND_READS or ())] if item is not None and str(item) != ""):
+    for kept in (Path(item) for item in [*reads, *read_by_command()] if item is not None and str(item) != ""):
         if _same_or_inside(target, kept) or _same_or_inside(kept, target):
             what = kept if kept.is_file() or _same_path(target, kept) else f"a file of {kept}"
             if _same_or_inside(kept, target) and not _same_or_inside(target, kept):

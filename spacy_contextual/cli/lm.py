@@ -10,7 +10,7 @@ import typer
 
 from ._app import app, say_on_interrupt
 from .model_option import Catalog, model_argument
-from .params import InputDir, InputFile, OutputDir, OutputFile, storage_dtype
+from .params import InputDir, InputFile, OutputDir, OutputFile, checks_first, storage_dtype
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -67,10 +67,19 @@ def pretrain_command(
         typer.echo(json.dumps(summary, indent=2))
 
 
+def _finetune_config(ctx: typer.Context):
+    from ..training.config import PretrainConfig, parse_overrides
+
+    return PretrainConfig.load(ctx.params["config_path"], parse_overrides(ctx.args))
+
+
 @app.command("finetune-elmo", context_settings=EXTRA_ARGS)
+@checks_first(lambda ctx: _check_outputs(ctx, _finetune_config(ctx)))  # the config's folders, before any download
 def finetune_command(
     ctx: typer.Context,
-    model: Annotated[str, model_argument("elmo", what="ELMo", extra="or a bilm-tf weights.hdf5 (with --options-file)")],
+    model: Annotated[
+        str, model_argument("elmo", what="ELMo", extra="or a bilm-tf weights.hdf5 (with --options-file)", files=True)
+    ],
     config_path: Path = typer.Argument(
         ...,
         parser=InputFile(),
@@ -87,11 +96,9 @@ def finetune_command(
     catalog: Catalog = None,
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
-    from ..training.config import PretrainConfig, parse_overrides
     from ..training.finetune import finetune
 
-    config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
-    _check_outputs(ctx, config)
+    config = _finetune_config(ctx)  # its output folders were checked before the model was resolved
     source = Path(model)
     if source.is_dir() and (source / "weights.hdf5").is_file():  # a bilm-tf pair (e.g. a catalog name's folder)
         source, options_file = source / "weights.hdf5", options_file or source / "options.json"

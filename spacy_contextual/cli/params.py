@@ -7,17 +7,28 @@ storage dtype on the exports, and ``--fp16`` on ``export-elmo``, are hidden alia
 Path parameters declare their role once, on the parameter: ``InputFile``, ``InputDir``,
 ``OutputFile``, ``OutputDir``, ``InPlaceDir`` (given as typer's ``parser=``).
 
-``GuardedCommand`` (every command's class) reads these roles before the command runs: each output is
-checked by the one writer (``writer.py``) against every input of the same command (so ``OUTPUT =
-INPUT``, an output inside the model folder or a FIFO is refused in one line before any work), and the
-command runs inside ``writer.command_reads`` so that whatever it opens later (a model folder by name,
-a text file) is protected in the same way. The tests find every output parameter of the CLI by these
-types, so a new command that writes is covered by the same checks.
+``GuardedCommand`` (every command's class) runs a command in this order:
+
+1. click parses the command line: paths get their roles, a model (``NAME|DIR``, ``model_option.py``)
+   is read as a ``hub.resolver.ModelName`` (an unknown name is refused here), nothing is fetched;
+2. each output is checked by the one writer (``writer.py``) against every input of the command and
+   every model folder already on disk (so ``OUTPUT = INPUT``, an output inside a model folder or a
+   FIFO is refused in one line before any work);
+3. the command's own checks of its options together (``checks_first``: e.g. the embed commands' ranges
+   and precision, finetune-elmo's output folders named in its config), still before any download;
+4. inside ``writer.command_reads(inputs)``, each model is resolved once (a catalog model fetched if it
+   is not cached), the outputs are checked against the resolved folders, and the command runs with
+   each model's folder as a plain path; whatever it opens later (a text file, a model named in a
+   config) is added by ``writer.note_read`` and protected in the same way.
+
+A refused command therefore downloads nothing. The tests find every output parameter of the CLI by
+these types, so a new command that writes is covered by the same checks.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +36,7 @@ import typer
 from typer.core import TyperCommand
 
 from .. import writer
+from ..hub.resolver import KINDS, ModelName, bundled_model_dir
 
 MODEL_METAVAR = "NAME|DIR"  # a model parameter (cli/model_option.py): a catalog name, a folder or default
 PRECISION_HELP = "fp32 (exact), bf16 (fast only on CPUs with AVX-512 BF16 or AMX), or fp16 (CUDA only)"
@@ -137,17 +149,64 @@ def is_directory(param) -> bool:
 
 
 def values_of(ctx: typer.Context, param) -> list[Path]:
+    """The paths a parameter was given (a model not resolved yet is none: see ``models_of``)."""
     value = ctx.params.get(param.name)
     values = value if isinstance(value, (list, tuple)) else [value]
-    return [Path(item) for item in values if item is not None and str(item) not in ("", "-")]
+    given = [item for item in values if item is not None and not isinstance(item, ModelName)]
+    return [Path(item) for item in given if str(item) not in ("", "-")]
+
+
+def models_of(ctx: typer.Context) -> dict[str, ModelName]:
+    """The command's model parameters as read from the command line, not resolved yet."""
+    return {name: value for name, value in ctx.params.items() if isinstance(value, ModelName)}
+
+
+def bundled_models_of(ctx: typer.Context, params) -> list[Path]:
+    """The bundled model's folder for every model parameter left out (that is what the command loads)."""
+    kinds = [
+        getattr(param.callback, "kind", None) or ctx.params.get("encoder")
+        for param in params
+        if getattr(param, "metavar", None) == MODEL_METAVAR and ctx.params.get(param.name) is None
+    ]
+    return [bundled_model_dir(kind) for kind in kinds if kind in KINDS]
+
+
+CHECK_FIRST = "spacy_contextual_check_first"
+
+
+def checks_first(check: Callable[[typer.Context], None]) -> Callable:
+    """Give a command ``check(ctx)``: its options checked together (ranges, options that go together,
+    what an output needs, outputs named in a config), which ``GuardedCommand`` runs before any model is
+    fetched; ``ctx.params`` holds the models as read (``ModelName``), not resolved."""
+
+    def mark(function: Callable) -> Callable:
+        setattr(function, CHECK_FIRST, check)
+        return function
+
+    return mark
 
 
 class GuardedCommand(TyperCommand):
-    """Checks every output against the command's inputs, then runs the command inside
+    """Checks the outputs, then the options, then resolves each model once and runs the command inside
     ``writer.command_reads`` (see the module docstring)."""
 
     def invoke(self, ctx: typer.Context) -> Any:
         reads = [path for param in self.params if role_of(param) == "input" for path in values_of(ctx, param)]
+        reads += bundled_models_of(ctx, self.params)
+        models = models_of(ctx)
+        self.check_outputs(ctx, [*reads, *(model.visible() for model in models.values())])
+        check = getattr(self.callback, CHECK_FIRST, None)
+        if check is not None:
+            check(ctx)
+        with writer.command_reads(reads):
+            for name, model in models.items():
+                ctx.params[name] = str(model.resolve())
+            if models:
+                self.check_outputs(ctx, writer.read_by_command())
+            return super().invoke(ctx)
+
+    def check_outputs(self, ctx: typer.Context, reads: list[Path | None]) -> None:
+        """Every output may be written: none of ``reads``, not inside one, not special or protected."""
         for param in self.params:
             if role_of(param) != "output":
                 continue
@@ -156,5 +215,3 @@ class GuardedCommand(TyperCommand):
                     writer.check_output_dir(path, reads)
                 else:
                     writer.check_output_file(path, reads)
-        with writer.command_reads(reads):
-            return super().invoke(ctx)

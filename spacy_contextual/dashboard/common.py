@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model
+from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model, name_notice
 from ..analysis.occurrence_store import OccurrenceStore
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import MIX
+from ..kinds import a_model
 from . import session
 from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
@@ -30,6 +31,10 @@ MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
 PROGRESS_AFTER_S = 2.0  # an embedding still running after this long shows a progress bar with a count
 LARGE_EMBEDDING = 500  # sentences: an embedding this large says how long it will take before it starts
+MODEL_FIELD_HELP = (
+    "'default' = the bundled model; a name from `spacy-contextual models` (downloaded once) or ./NAME for the "
+    "folder NAME here"
+)
 
 
 # Every page reads at 800 px: a row of columns that holds a chart wraps (each column at least 400 px) instead of
@@ -63,7 +68,7 @@ def cached_encoder(kind: str, model: str) -> Embedder:
         return load_model(kind, model)
     except ModelUnavailable as error:
         raise ModelUnavailable(
-            f"{error} Enter the path of a {kind} model directory in the sidebar, or set "
+            f"{error} Enter a model name or the folder of {a_model(kind)} in the sidebar, or set "
             f"{MODEL_ENV.get(kind, 'the model environment variable')}."
         ) from None
 
@@ -147,7 +152,7 @@ def word_input(label: str, **kwargs) -> str:
 
 
 def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared: bool = True) -> tuple[str, str]:
-    """Sidebar widgets: the encoder kind and its model directory; ``shared``: the session's one encoder
+    """Sidebar widgets: the encoder kind and its model (a name or a folder); ``shared``: the session's one encoder
     and model per kind (the Sense explorer and the Layer probe), else this picker's own (Compare's A, B)."""
     encoder_name = session.ENCODER if shared else f"{key}_encoder"
     with st.sidebar:
@@ -157,14 +162,23 @@ def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared
         )  # fmt: skip
         model_key = f"{key}_model_{kind}"
         model = path_input(
-            f"{label}: model directory" if label != "Encoder" else "Model directory",
+            f"{label}: model (name or folder)" if label != "Encoder" else "Model (name or folder)",
             key=session.bind(model_key, session.model_name(kind) if shared else model_key, default_model(kind)),
-            help="'default' = the bundled model; a name from `spacy-contextual models` is downloaded once",
+            help=MODEL_FIELD_HELP,
         )
     return kind, model
 
 
+def show_name_notice(kind: str, model: str) -> None:
+    """The notice a model name carries (a folder here has the name of the model used), as the commands
+    print it."""
+    notice = name_notice(kind, model)
+    if notice is not None:
+        st.warning(notice)
+
+
 def encoder_or_stop(kind: str, model: str) -> Embedder:
+    show_name_notice(kind, model)
     try:
         return cached_encoder(kind, model)
     except ModelUnavailable as error:

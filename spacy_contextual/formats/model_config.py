@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..errors import ModelDirError
+from ..kinds import a_model
 from ..models.chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS
 from ..models.seq2seq import ATTENTION_FORMS
 
@@ -142,7 +143,7 @@ def validate_config(config: Any, kind: str, source: str) -> dict[str, Any]:
     if "kind" not in config:
         raise ModelDirError(f"{source} lacks the key 'kind': it is not a spacy-contextual model config")
     if config["kind"] != kind:
-        raise ModelDirError(f"{source} describes a {config['kind']!r} model, not a {kind!r} model")
+        raise ModelDirError(f"{source} describes {a_model(config['kind'])}, not {a_model(kind)}")
     version = config.get("format_version")
     if "format_version" not in config:
         raise ModelDirError(f"{source} lacks the key 'format_version' ({', '.join(map(str, FORMAT_VERSIONS))})")

@@ -2,7 +2,9 @@
 
 ``catalog.json`` (shipped with the package) lists the published ELMo and CoVe weights with the URLs
 their authors give; a SHA-256 appears only where one is published, ``sha256_prefix`` where the
-publisher encodes the start of it in the file name (CoVe's ``wmtlstm-8f474287.pth``). A user catalog
+publisher encodes the start of it in the file name (CoVe's ``wmtlstm-8f474287.pth``), ``bytes`` where the
+size is published, with ``bytes_source`` saying where (the download then stops at exactly that size; a
+file whose size is not published is shown as such and bounded by the download limit). A user catalog
 (``SPACY_CONTEXTUAL_CATALOG=FILE`` or ``--catalog FILE``) in the same JSON layout adds entries or
 replaces entries of the same name: an organisation's mirror, private models, a ``file://`` URL.
 
@@ -32,7 +34,7 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 RECORD_NAME = "download.json"  # each cached model's record (cache.py)
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 HEX = re.compile(r"^[0-9a-f]+$")
-FILE_KEYS = {"url", "mirrors", "sha256", "sha256_prefix", "bytes", "unpack"}
+FILE_KEYS = {"url", "mirrors", "sha256", "sha256_prefix", "bytes", "bytes_source", "unpack"}
 WORKING_ENDINGS = (".tmp", ".old", ".new", ".lock", ".owner")  # never a model: the cache's or a user's own files
 ENTRY_KEYS = {"encoder", "format", "language", "size", "source", "licence", "notes", "files"}
 
@@ -49,6 +51,7 @@ class CatalogFile:
     sha256_prefix: str | None = None
     bytes: int | None = None
     unpack: bool = False
+    bytes_source: str | None = None  # where ``bytes`` is published
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,13 @@ def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
         raise CatalogError(f"{where}: 'sha256_prefix' must be lowercase hex digits")
     if size is not None and not (type(size) is int and size > 0):
         raise CatalogError(f"{where}: 'bytes' must be a positive integer")
+    size_source = spec.get("bytes_source")
+    if size_source is not None and not (isinstance(size_source, str) and size_source.strip() and size is not None):
+        raise CatalogError(f"{where}: 'bytes_source' is the text saying where 'bytes' is published; give both")
     unpack = spec.get("unpack", False)
     if not isinstance(unpack, bool) or (unpack and not name.endswith(".zip")):
         raise CatalogError(f"{where}: 'unpack' is true or false and applies to .zip archives only")
-    return CatalogFile(name, tuple(urls), sha256, prefix, size, unpack)
+    return CatalogFile(name, tuple(urls), sha256, prefix, size, unpack, size_source)
 
 
 def _entry(origin: str, name: str, spec: object) -> CatalogEntry:
@@ -176,14 +182,45 @@ def get_entry(name: str, user_catalog: PathLike | None = None) -> CatalogEntry:
     return entry
 
 
+def human_bytes(size: int) -> str:
+    return f"{size / 2**30:,.2f} GiB" if size >= 2**30 else f"{size / 2**20:,.1f} MiB"
+
+
+def download_size(entry: CatalogEntry) -> str:
+    """The download's published size in words: "357.1 MiB", "size not published", or "2.03 GiB + 1 file
+    of unpublished size" when only some of its files publish theirs."""
+    known = [file.bytes for file in entry.files if file.bytes is not None]
+    missing = len(entry.files) - len(known)
+    if not known:
+        return "size not published"
+    if not missing:
+        return human_bytes(sum(known))
+    return f"{human_bytes(sum(known))} + {missing} file{'s' if missing > 1 else ''} of unpublished size"
+
+
+def catalog_label(origin: str) -> str:
+    """ "shipped" for the package's catalog, else the user catalog's file."""
+    return "shipped" if origin == str(CATALOG_PATH) else origin
+
+
 def markdown_table(entries) -> str:
-    """The table of models in docs/models.md: one row per entry, with the line that loads it."""
-    lines = ["| Name | Language | Size | About | Source | Licence | Use |", "|---|---|---|---|---|---|---|"]
+    """The tables of models in docs/models.md: one row per entry, with its download size and the line
+    that loads it; then one row per file whose size is published, saying where."""
+    entries = list(entries)
+    lines = [
+        "| Name | Language | Size | Download | About | Source | Licence | Use |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for entry in entries:
         source = entry.source.split("://", 1)[-1].rstrip("/")
         use = f'`load_encoder("{entry.encoder}", "{entry.name}")`'
-        cells = [f"`{entry.name}`", entry.language, entry.size or "-", entry.notes or "-"]
+        cells = [f"`{entry.name}`", entry.language, entry.size or "-", download_size(entry), entry.notes or "-"]
         lines.append("| " + " | ".join([*cells, f"[{source}]({entry.source})", entry.licence, use]) + " |")
+    lines += ["", "| Name | File | Bytes | Where the size is published |", "|---|---|---|---|"]
+    for entry in entries:
+        for file in entry.files:
+            if file.bytes is not None:
+                lines.append(f"| `{entry.name}` | {file.name} | {file.bytes:,} | {file.bytes_source or '-'} |")
     return "\n".join(lines)
 
 
