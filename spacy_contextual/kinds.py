@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from .errors import quoted
+
 KINDS = ("elmo", "cove")
 NAMES = {"elmo": "ELMo", "cove": "CoVe"}
 AN_NAMES = ("ELMo",)  # spoken with a vowel first: "an ELMo"
@@ -15,8 +17,8 @@ def kind_name(kind: str) -> str:
 
 def a_model(kind: str) -> str:
     """ "an ELMo model", "a CoVe model"; another kind (read from a file) quoted: "a 'bert' model"."""
-    if kind in NAMES:
+    if isinstance(kind, str) and kind in NAMES:  # a kind read from a file may be any JSON value
         name = NAMES[kind]
         return f"{'an' if name in AN_NAMES else 'a'} {name} model"
-    text = repr(str(kind))
+    text = quoted(kind, 60)
     return f"{'an' if text[1:2].lower() in tuple('aeio') else 'a'} {text} model"

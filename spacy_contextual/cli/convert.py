@@ -12,10 +12,14 @@ is trained on it.
 from __future__ import annotations
 
 import gzip
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
+from ..schema import TEXT, validate_section
 from ..text_files import InputFileError, read_jsonl
 from ..writer import atomic_file, child
 from ._app import app
@@ -72,12 +76,9 @@ def convert_text(
     """Write a .spacy corpus as LM text for finetune-elmo: one line per sentence (per doc when the docs
     have no sentence boundaries), tokens separated by spaces, whitespace tokens left out."""
     import spacy
-    from spacy.tokens import DocBin
     from tqdm import tqdm
 
-    if not input_path.is_file():
-        raise typer.BadParameter(f"{input_path} is not a file; give a .spacy file written by DocBin (spacy convert)")
-    docs = DocBin().from_disk(input_path).get_docs(spacy.blank(lang).vocab)
+    docs = _docbin_docs(input_path, spacy.blank(lang).vocab)
     opener = gzip.open if output_path.suffix == ".gz" else open
     sentences = tokens = 0
     output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,9 +95,42 @@ def convert_text(
     typer.echo(f"{output_path}: {sentences} sentences, {tokens} tokens")
 
 
+SENTIMENT_RECORD = {"text": TEXT, "label": TEXT, "split": TEXT}
+
+
 def _read_jsonl(path: Path):
     for number, record in read_jsonl(path):
         missing = {"text", "label", "split"} - set(record)
         if missing:
             raise InputFileError(f"{path}:{number}: the record lacks {sorted(missing)}; each needs text, label, split")
-        yield record
+        yield validate_section(record, SENTIMENT_RECORD, f"{path}:{number}", other_keys=True, error=InputFileError)
+
+
+DOCBIN_FIX = "give a .spacy file written by DocBin (spacy convert, or a spaCy training corpus)"
+
+
+def _docbin_docs(path: Path, vocab) -> Iterator:
+    """The Docs of the DocBin file ``path``: the file is parsed now, its Docs made one at a time. A file
+    that is not one (text, zero bytes, cut short) is one line naming it, not spaCy's E1014 traceback."""
+    from spacy.tokens import DocBin
+
+    if not path.is_file():
+        raise typer.BadParameter(f"{path} is not a file; {DOCBIN_FIX}")
+    with _not_a_docbin(path):
+        doc_bin = DocBin().from_disk(path)
+    return _checked(doc_bin.get_docs(vocab), path)
+
+
+def _checked(docs: Iterator, path: Path) -> Iterator:
+    with _not_a_docbin(path):
+        yield from docs
+
+
+@contextmanager
+def _not_a_docbin(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, IndexError, zlib.error) as error:  # spaCy's E1014, msgpack's errors
+        raise InputFileError(
+            f"{path} is not a DocBin corpus, or it is cut short or damaged ({type(error).__name__}); {DOCBIN_FIX}"
+        ) from None

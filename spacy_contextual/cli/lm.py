@@ -10,7 +10,7 @@ import typer
 
 from ._app import app, say_on_interrupt
 from .model_option import Catalog, model_argument
-from .params import InputDir, InputFile, OutputDir, OutputFile, checks_first, storage_dtype
+from .params import InputDir, InputFile, OutputDir, OutputFile, checks_first, hold_output, storage_dtype
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -19,12 +19,13 @@ OVERWRITE_HELP = "Delete an earlier run's checkpoint in the output directory and
 
 def _check_outputs(ctx: typer.Context, config) -> None:
     """Before any work: the output folders can be written (not a file or device, not inside the package's
-    bundled models)."""
+    bundled models), and no other run is writing them (their locks held until the command ends)."""
     from ..writer import check_output_dir
 
     for folder in (config.training.output_dir, config.training.export_dir):
         if folder:
             check_output_dir(folder)
+            hold_output(ctx, Path(folder))
     say_how_to_resume(ctx, Path(config.training.output_dir) / "checkpoint")
 
 

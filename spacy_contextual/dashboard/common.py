@@ -10,23 +10,24 @@ words (messages quote at most 80 characters of what was typed: ``errors.quoted``
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
+from .. import settings
 from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model, name_notice
 from ..analysis.occurrence_store import OccurrenceStore
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import MIX
+from ..errors import ContextualError
 from ..kinds import a_model
 from . import session
-from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = KINDS
-MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
+MODEL_SETTINGS = {"elmo": settings.ELMO_MODEL, "cove": settings.COVE_MODEL}
+MODEL_ENV = {kind: variable.name for kind, variable in MODEL_SETTINGS.items()}
 MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
 PROGRESS_AFTER_S = 2.0  # an embedding still running after this long shows a progress bar with a count
@@ -55,9 +56,18 @@ def configure_page(title: str = "spacy-contextual") -> None:
     st.html(RESPONSIVE_CSS)
 
 
+def setting(variable):
+    """The value of one of ``spacy_contextual.settings``' variables; a bad value stops the page with its one line."""
+    try:
+        return variable.get()
+    except ContextualError as error:
+        st.error(str(error))
+        st.stop()
+
+
 def default_model(kind: str) -> str:
     """The model a page starts with: the environment variable, else the bundled model ("default")."""
-    return os.environ.get(MODEL_ENV[kind], "default")
+    return setting(MODEL_SETTINGS[kind])
 
 
 @st.cache_resource(show_spinner="Loading the encoder…")
@@ -189,8 +199,9 @@ def encoder_or_stop(kind: str, model: str) -> Embedder:
 def sense_data_dir() -> Path | None:
     """Where sense-labelled JSONL files are looked for: the environment variable, else ../shared/data/senses
     next to a source checkout, else none."""
-    if os.environ.get(SENSE_DATA_ENV):
-        return Path(os.environ[SENSE_DATA_ENV])
+    folder = setting(settings.SENSE_DATA)
+    if folder is not None:
+        return folder
     checkout = Path(__file__).resolve().parents[3] / "shared" / "data" / "senses"
     return checkout if checkout.is_dir() else None
 

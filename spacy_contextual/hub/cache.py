@@ -24,21 +24,21 @@ the cache and the command to run on a connected machine.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
+from .. import settings
 from ..errors import ContextualError
 from ..integrity import confined, read_table, table_of, verify_files
 from ..kinds import KINDS
 from ..text_files import read_json
 from .catalog import NAME, RECORD_NAME, CatalogEntry, catalog_label, human_bytes
 
-HOME_ENV = "SPACY_CONTEXTUAL_HOME"
-OFFLINE_ENV = "SPACY_CONTEXTUAL_OFFLINE"
+HOME_ENV = settings.HOME.name
+OFFLINE_ENV = settings.OFFLINE.name
 DOWNLOAD_COMMAND = "spacy-contextual download"
 RETRUST = "--retrust"
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"[0-9a-f]{64}")  # fullmatch: "$" would let a final newline through
 PUBLISHED, TRUSTED, PREFIX = "published", "trust-on-first-use", "prefix"
 
 
@@ -47,16 +47,16 @@ class CacheError(ContextualError):
 
 
 def cache_home() -> Path:
-    home = os.environ.get(HOME_ENV, "").strip()
-    if home:
-        return Path(home).expanduser()
+    home = settings.HOME.get()
+    if home is not None:
+        return home
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("spacy-contextual"))
 
 
 def is_offline() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return settings.OFFLINE.get()
 
 
 def model_cache_dir(name: str) -> Path:
@@ -87,7 +87,7 @@ def read_record(directory: Path) -> dict | None:
     record = read_json(path, fix, CacheError)
     downloads = record.get("downloads") if isinstance(record, dict) else None
     if not isinstance(downloads, dict) or not all(
-        isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and HEX64.match(entry["sha256"])
+        isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and HEX64.fullmatch(entry["sha256"])
         for entry in downloads.values()
     ):
         raise CacheError(f"{path} is damaged (every download needs its 64-digit sha256); {fix}")

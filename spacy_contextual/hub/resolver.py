@@ -33,6 +33,7 @@ from ..kinds import KINDS, a_model, kind_name
 from ..locations import ASSETS
 from ..text_files import is_dir, is_file
 from ..types import PathLike
+from ..user_paths import expand_user
 from ..writer import note_read
 from .catalog import NAME, CatalogEntry, find_entry, load_catalog
 
@@ -155,12 +156,7 @@ def _catalog_or_cached(kind: str, name: str) -> ModelName | None:
 
 
 def _local(kind: str, text: str, files: bool) -> ModelName:
-    try:
-        path = Path(text).expanduser()
-    except RuntimeError:  # ~user that does not exist, or no home at all
-        raise ModelNotFoundError(
-            f"{quoted(text)}: there is no such home folder to expand '~' in; give the model folder's full path"
-        ) from None
+    path = expand_user(text, "the model")  # no such home: one line (user_paths.py)
     if is_dir(path) or (files and is_file(path)):
         return ModelName(kind, text, FOLDER, path)
     if is_file(path):

@@ -49,5 +49,5 @@ def test_models_never_shows_a_bare_question_mark(home):
 )
 def test_a_size_source_goes_with_a_size(tmp_path, spec):
     entry = {"encoder": "elmo", "format": "bilm_tf", "files": {"weights.hdf5": spec}}
-    with pytest.raises(CatalogError, match="'bytes_source' is the text saying where 'bytes' is published"):
+    with pytest.raises(CatalogError, match=r"file 'weights.hdf5': .*bytes_source.* where 'bytes' is published"):
         read_catalog(write_catalog(tmp_path / "catalog.json", {"ours": entry}))

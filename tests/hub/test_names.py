@@ -30,6 +30,7 @@ from spacy_contextual.hub.resolver import (
     read_model_name,
     resolve_model_dir,
 )
+from spacy_contextual.user_paths import HomeError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -117,7 +118,7 @@ def test_a_path_or_a_name_far_from_every_name_gets_no_suggestion(typed):
 
 
 def test_tilde_of_a_user_that_does_not_exist_is_one_line():
-    with pytest.raises(ModelNotFoundError, match="no such home folder to expand '~'"):
+    with pytest.raises(HomeError, match="'~nosuchuser-spacy-contextual' names no home folder"):
         read_model_name("elmo", "~nosuchuser-spacy-contextual/m")
 
 
