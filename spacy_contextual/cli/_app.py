@@ -25,6 +25,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -164,12 +165,16 @@ app = App(
 @app.callback()
 def main(
     ctx: typer.Context,
-    debug: bool = typer.Option(
-        False, "--debug", help=f"Show the traceback of an error instead of its one-line message (or {DEBUG_ENV}=1)"
-    ),
-    catalog: Path | None = typer.Option(
-        None, "--catalog", help="A model catalog JSON file adding to the shipped one, for every --model NAME"
-    ),
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help=f"Show the traceback of an error instead of its one-line message (or {DEBUG_ENV}=1)"
+        ),
+    ] = False,
+    catalog: Annotated[
+        Path | None,
+        typer.Option("--catalog", help="A model catalog JSON file adding to the shipped one, for every --model NAME"),
+    ] = None,
 ) -> None:
     """ELMo and CoVe contextual word vectors for spaCy."""
     debug = ctx.params["debug"] = debug or settings.DEBUG.get()

@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -28,12 +29,14 @@ from .params import InputFile, OutputDir, OutputFile
 
 @app.command("convert-sentiment")
 def convert_sentiment(
-    input_path: Path = typer.Argument(
-        ..., parser=InputFile(), help="movie_reviews.jsonl(.gz): id, text, label, split per line"
-    ),
-    output_dir: Path = typer.Argument(..., parser=OutputDir(), help="writes <split>.spacy here (train, dev, test)"),
-    lang: str = typer.Option("en", help="language of the tokenizer"),
-    limit: int | None = typer.Option(None, help="at most this many records per split (for smoke tests)"),
+    input_path: Annotated[
+        Path, typer.Argument(parser=InputFile(), help="movie_reviews.jsonl(.gz): id, text, label, split per line")
+    ],
+    output_dir: Annotated[
+        Path, typer.Argument(parser=OutputDir(), help="writes <split>.spacy here (train, dev, test)")
+    ],
+    lang: Annotated[str, typer.Option(help="language of the tokenizer")] = "en",
+    limit: Annotated[int | None, typer.Option(help="at most this many records per split (for smoke tests)")] = None,
 ) -> None:
     """Convert sentiment JSONL to .spacy files with exclusive text categories."""
     import spacy
@@ -65,13 +68,13 @@ def convert_sentiment(
 
 @app.command("convert-text")
 def convert_text(
-    input_path: Path = typer.Argument(
-        ..., parser=InputFile(), help="a .spacy file (DocBin), e.g. a task's training corpus"
-    ),
-    output_path: Path = typer.Argument(
-        ..., parser=OutputFile(), help="text file, one tokenised sentence per line (.gz is compressed)"
-    ),
-    lang: str = typer.Option("en", help="language of the vocabulary the docs are read with"),
+    input_path: Annotated[
+        Path, typer.Argument(parser=InputFile(), help="a .spacy file (DocBin), e.g. a task's training corpus")
+    ],
+    output_path: Annotated[
+        Path, typer.Argument(parser=OutputFile(), help="text file, one tokenised sentence per line (.gz is compressed)")
+    ],
+    lang: Annotated[str, typer.Option(help="language of the vocabulary the docs are read with")] = "en",
 ) -> None:
     """Write a .spacy corpus as LM text for finetune-elmo: one line per sentence (per doc when the docs
     have no sentence boundaries), tokens separated by spaces, whitespace tokens left out."""

@@ -5,6 +5,7 @@ ones included, find it there."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -16,8 +17,10 @@ CATALOG_HELP = "A catalog JSON file whose entries add to or replace the shipped 
 
 @app.command("models")
 def models_command(
-    catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
-    markdown: bool = typer.Option(False, "--markdown", help="Print the table of models (docs/models.md) instead"),
+    catalog: Annotated[Path | None, typer.Option("--catalog", help=CATALOG_HELP)] = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the table of models (docs/models.md) instead")
+    ] = False,
 ) -> None:
     """List the bundled models, the catalog and the models only the cache holds: name, encoder, language,
     size, download size (or "size not published"), whether it is cached and where, how its files are
@@ -64,14 +67,16 @@ def models_command(
 
 @app.command("download")
 def download_command(
-    name: str = typer.Argument(..., help="A model name that `spacy-contextual models` lists"),
-    catalog: Path | None = typer.Option(None, "--catalog", help=CATALOG_HELP),
-    retrust: bool = typer.Option(
-        False,
-        "--retrust",
-        help="Download it again and trust what the server sends now, replacing the digests recorded at the first "
-        "download (needed when the publisher changed a file, or the cached record is damaged)",
-    ),
+    name: Annotated[str, typer.Argument(help="A model name that `spacy-contextual models` lists")],
+    catalog: Annotated[Path | None, typer.Option("--catalog", help=CATALOG_HELP)] = None,
+    retrust: Annotated[
+        bool,
+        typer.Option(
+            "--retrust",
+            help="Download it again and trust what the server sends now, replacing the digests recorded at the first "
+            "download (needed when the publisher changed a file, or the cached record is damaged)",
+        ),
+    ] = False,
 ) -> None:
     """Fetch model NAME into the cache now, with a progress bar. A cached copy whose files are damaged is
     fetched again and checked against the digests recorded at its first download; a changed server file

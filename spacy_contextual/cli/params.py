@@ -51,7 +51,12 @@ PRECISION_HELP = "fp32 (exact), bf16 (fast only on CPUs with AVX-512 BF16 or AMX
 STORAGE_DTYPES = ("float32", "float16", "int8")
 Precision = Annotated[str, typer.Option("--precision", help=PRECISION_HELP)]
 StorageDtype = Annotated[
-    str | None, typer.Option("--dtype", help="How the weights are stored: float32, float16 or int8 (row-wise scaled)")
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="How our safetensors store the weights: float32, float16, or int8 (row-wise scaled) where the export "
+        "takes it; a bilm-tf HDF5 stays float32",
+    ),
 ]
 LegacyStoragePrecision = Annotated[str | None, typer.Option("--precision", hidden=True)]
 
