@@ -22,7 +22,7 @@ honours them too), and the machine line says so.
 ``--before TREE`` also runs our CLI from another source tree (``PYTHONPATH=TREE``), e.g. the base
 commit unpacked with ``git archive BASE | tar -x -C TREE``, to measure before and after in one run.
 
-    python benchmarks/cli_speed.py --allennlp-python /work/venvs/allennlp/bin/python [--before /tmp/base]
+    python -m benchmarks.cli_speed --allennlp-python /work/venvs/allennlp/bin/python [--before /tmp/base]
         [--cell-off] [--isa avx2] [--sizes small original] [--rounds 2] [--threads 2]
         [--output benchmarks/history/elmo_inference.md]
 """
@@ -37,9 +37,10 @@ import time
 from pathlib import Path
 
 import h5py
-from common import LM_CORPUS, ROOT, model_files
-from processes import measure
-from record import publish
+
+from .common import LM_CORPUS, ROOT, model_files
+from .processes import measure
+from .record import publish
 
 HERE = Path(__file__).resolve().parent
 LINES = {"small": 1000, "original": 300}
@@ -97,7 +98,7 @@ def main() -> None:
 
     table = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: whole-process `spacy-contextual elmo --all` against AllenNLP 2.10.1\n",
-        f"`python benchmarks/cli_speed.py {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}, "
+        f"`python -m benchmarks.cli_speed {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}, "
         f"{platform.machine()}, {os.cpu_count()} cores, threads: {args.threads or 'default'})\n",
         "| size | lines | command | seconds (best) | tokens/s | all rounds | peak RSS (MB) | CPU s "
         "| load before each round |",

@@ -7,7 +7,7 @@ For z^T (4D, columns) and c^T (D, columns): the gates, the cell update, the clip
 adds b (what ``low_precision_product`` does there). "fused cell" is one call of the operator, which reads the bf16
 product and adds b itself. Both run alternately; the median milliseconds per step are reported.
 
-    python benchmarks/fused_cell_speed.py [--dims 4096 1024] [--columns 256 64] [--threads 2]
+    python -m benchmarks.fused_cell_speed [--dims 4096 1024] [--columns 256 64] [--threads 2]
         [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 import torch
-from record import publish
 
 from spacy_contextual.models.fused_cell import cell_operator
 from spacy_contextual.models.lstm import ProjectedLSTM
 from spacy_contextual.models.lstm_inference import torch_cell_step
+
+from .record import publish
 
 CLIP = 3.0
 
@@ -74,7 +75,7 @@ def main() -> None:
     lines = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: one LSTM cell step, torch operations against the fused cell",
         "",
-        f"`python benchmarks/fused_cell_speed.py --threads {args.threads}`: median ms per step (with bf16 "
+        f"`python -m benchmarks.fused_cell_speed --threads {args.threads}`: median ms per step (with bf16 "
         "weights the torch side includes widening the product and adding b, as the layer did it).",
         "",
         "| D | columns | weights | torch operations | fused cell | ratio |",

@@ -11,10 +11,10 @@ random one of ``common.SIZES`` (``--elmo-size original``; saved as a model folde
 one. The measuring process imports neither torch nor the package (a forked child would carry its
 high-water mark, ``processes.py``).
 
-    python benchmarks/long_line_memory.py --tokens 30000 130000 --encoders elmo cove
-    python benchmarks/long_line_memory.py --tokens 10000 20000 --encoders elmo --paths embedder \\
+    python -m benchmarks.long_line_memory --tokens 30000 130000 --encoders elmo cove
+    python -m benchmarks.long_line_memory --tokens 10000 20000 --encoders elmo --paths embedder \\
         --elmo-size original --precision bf16
-    python benchmarks/long_line_memory.py --tokens 130000 --output   # recorded in history/elmo_inference.md
+    python -m benchmarks.long_line_memory --tokens 130000 --output   # recorded in history/elmo_inference.md
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from processes import measure, save_random_model
-from record import HISTORY, publish
+from .processes import measure, save_random_model
+from .record import HISTORY, publish
 
 PATHS = ("cli", "embedder", "dashboard", "pipeline")
 ELMO_WIDTHS = {"bundled": 256, "small": 256, "original": 1024}  # 2P
@@ -161,7 +161,7 @@ def main() -> None:
             f"| {kind} ({size}) | {path} | {tokens:,} ({nbytes / 1000:,.0f} KB) | {measured['rss_mib']:,.0f} MiB | "
             f"{baseline:,.0f} MiB | {output:,.0f} MiB | **{extra:,.0f} MiB** | {above} | {measured['seconds']:.0f} |"
         )
-    command = "python benchmarks/long_line_memory.py " + " ".join(sys.argv[1:])
+    command = "python -m benchmarks.long_line_memory " + " ".join(sys.argv[1:])
     entry = (
         f"## {time.strftime('%Y-%m-%d %H:%M')}: one long line, peak memory per path\n\n"
         f'`{command}`, {args.precision}; one fresh process per row; "extra" = peak RSS - the same path on a '

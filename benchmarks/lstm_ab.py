@@ -9,7 +9,7 @@ kept, and the median is reported with the GFLOP/s of its three products (W_x x, 
 ``common.lstm_flops`` for one direction of one layer), and whether the two trees' outputs and final
 states are the same bits. Compare with ``sgemm_peak.py --dtype bfloat16``.
 
-    python benchmarks/lstm_ab.py --before TREE [--sizes small original] [--precisions fp32 bf16]
+    python -m benchmarks.lstm_ab --before TREE [--sizes small original] [--precisions fp32 bf16]
         [--rows 64] [--rounds 15] [--threads 2] [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -25,8 +25,9 @@ import types
 from pathlib import Path
 
 import torch
-from common import ROOT, SIZES, lstm_flops, read_sentences
-from record import publish
+
+from .common import ROOT, SIZES, lstm_flops, read_sentences
+from .record import publish
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -125,7 +126,7 @@ def main() -> None:
             )
     table = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: one LSTM layer, this tree against another, call by call\n",
-        f"`python benchmarks/lstm_ab.py {' '.join(sys.argv[1:])}`: {args.rows} sentences of lm_corpus valid, "
+        f"`python -m benchmarks.lstm_ab {' '.join(sys.argv[1:])}`: {args.rows} sentences of lm_corpus valid, "
         f"median of {args.rounds} alternating calls, {args.threads} threads, torch {torch.__version__}; "
         f"load average {' / '.join(loads)}.\n",
         "| size | precision | ms per call, this / before | speed-up (wall) | CPU ms, this / before | speed-up (CPU) "

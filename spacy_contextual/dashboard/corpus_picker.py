@@ -11,7 +11,15 @@ import streamlit as st
 
 from ..analysis.lemmas import lemmatizer_note
 from ..analysis.markdown import escape_markdown
-from ..analysis.occurrences import InputError, corpus_words, demo_corpus, read_sense_jsonl, suggest_words, text_corpus
+from ..analysis.occurrences import (
+    InputError,
+    corpus_words,
+    demo_corpus,
+    read_sense_jsonl,
+    suggest_words,
+    text_corpus,
+    text_corpus_from_bytes,
+)
 from . import session
 from .common import path_input, sense_data_dir, word_input
 
@@ -33,7 +41,7 @@ def load_corpus(source: str, payload: str | bytes | None, filename: str = "") ->
         if filename.endswith((".jsonl", ".jsonl.gz", ".gz")):
             records = read_sense_jsonl(payload)
         else:
-            records = text_corpus(payload.decode("utf-8", errors="replace"))
+            records = text_corpus_from_bytes(payload)
     elif source == JSONL:
         records = read_sense_jsonl(payload or "")
     else:

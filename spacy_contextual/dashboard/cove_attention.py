@@ -24,7 +24,7 @@ from ..analysis.models import ModelUnavailable, is_bundled, training_domain_of
 from ..analysis.occurrences import InputError
 from ..analysis.translation import Translation, translate
 from . import session
-from .common import cached_encoder, default_model, path_input
+from .common import MODEL_FIELD_HELP, cached_encoder, default_model, path_input, show_name_notice
 
 KEY = "attention"
 DEFAULT_SENTENCE = "A man in a blue shirt is playing a guitar on the street ."
@@ -45,9 +45,10 @@ def render() -> None:
     )
     with st.sidebar:
         model = path_input(
-            "CoVe MT model directory", key=session.bind(f"{KEY}_model", default=default_model("cove")),
-            help="'default' = the bundled model",
+            "CoVe MT model (name or folder)", key=session.bind(f"{KEY}_model", default=default_model("cove")),
+            help=MODEL_FIELD_HELP,
         )  # fmt: skip
+    show_name_notice("cove", model)
     domain = training_domain_of(model)
     st.info(f"**Training domain of this model:** {escape_markdown(domain)}")
     if is_bundled(model):

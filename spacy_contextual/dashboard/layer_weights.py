@@ -4,16 +4,15 @@ pipeline is given."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from .. import settings
 from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
-from .common import MAX_PATH_CHARS
-from .settings import PIPELINE_ENV
+from .common import MAX_PATH_CHARS, setting
 
 KEY = "weights"
 MAX_PIPELINES = 6
@@ -44,7 +43,7 @@ def render() -> None:
         "the ELMo/CoVe features are next to the component's other inputs, not which layer it prefers."
     )
     text = st.text_area(
-        "Trained pipeline directories (one a line)", value=os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n"),
+        "Trained pipeline directories (one a line)", value="\n".join(map(str, setting(settings.PIPELINE))),
         key=f"{KEY}_paths", placeholder="e.g. training/elmo_tagger/model-best", height=90,
         max_chars=MAX_PIPELINES * (MAX_PATH_CHARS + 1),
     )  # fmt: skip

@@ -14,10 +14,11 @@ stay float32.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
+from torch import nn
 
 from ..batching import MAX_BATCH_TOKENS, MAX_WINDOW_TOKENS
 from ..devices import resolve_device
@@ -35,16 +36,21 @@ from .embedder import Embedder
 class ElmoEmbedder(Embedder):
     def __init__(
         self,
-        bilm: BiLM,
+        bilm: BiLM | Callable[[torch.dtype], BiLM],
         device: str | torch.device = "cpu",
         max_batch_tokens: int = MAX_BATCH_TOKENS,
         token_cache_size: int = 50_000,
         precision: str = "fp32",
         max_window_tokens: int = MAX_WINDOW_TOKENS,
     ):
+        """``bilm``: the biLM, or a function that loads it in a dtype, so that a model file is read straight
+        into its precision's dtype with no float32 copy first (``load``, ``from_bilm_tf``). The device and
+        the precision are resolved here, once."""
         super().__init__(max_batch_tokens, max_window_tokens)
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
+        if not isinstance(bilm, nn.Module):
+            bilm = bilm(DTYPES[self.precision])
         self.bilm = cast_weights(bilm.to(self.device), self.precision).eval()
         self.token_cache = TokenVectorCache(token_cache_size)
         self.layer_names = ["token"] + [f"lstm{j}" for j in range(1, bilm.num_layers)]
@@ -56,15 +62,14 @@ class ElmoEmbedder(Embedder):
 
     @classmethod
     def from_bilm_tf(cls, options_file: PathLike, weight_file: PathLike, stateful: bool = False, **kwargs):
-        dtype = _weights_dtype(**kwargs)
-        return cls(load_bilm_tf(options_file, weight_file, stateful=stateful, dtype=dtype), **kwargs)
+        return cls(lambda dtype: load_bilm_tf(options_file, weight_file, stateful=stateful, dtype=dtype), **kwargs)
 
     @classmethod
     def load(cls, model: PathLike | None = None, stateful: bool = False, **kwargs) -> ElmoEmbedder:
-        """A model directory in any ELMo format (ours, ELMoForManyLangs, bilm-tf: ``formats/detect.py``),
-        or the bundled default when ``model`` is None or "default"."""
-        bilm = load_elmo(resolve_model_dir("elmo", model), stateful=stateful, dtype=_weights_dtype(**kwargs))
-        return cls(bilm, **kwargs)
+        """A model name, or a model directory in any ELMo format (ours, ELMoForManyLangs, bilm-tf:
+        ``formats/detect.py``), or the bundled default when ``model`` is None or "default"."""
+        path = resolve_model_dir("elmo", model)
+        return cls(lambda dtype: load_elmo(path, stateful=stateful, dtype=dtype), **kwargs)
 
     @property
     def token_cache_size(self) -> int:
@@ -101,9 +106,3 @@ class ElmoEmbedder(Embedder):
             for layer, values in zip(layers, array, strict=True):  # each sentence's values copied once, widened
                 values.copy_(layer[row, 1 : len(sentence) + 1])
         return [array.numpy() for array in arrays]
-
-
-def _weights_dtype(device: str | torch.device = "cpu", precision: str = "fp32", **_) -> torch.dtype:
-    """The dtype a model is loaded in for ``ElmoEmbedder(..., device=, precision=)``: straight into its
-    precision's dtype, with no float32 copy first."""
-    return DTYPES[resolve_precision(precision, resolve_device(device))]

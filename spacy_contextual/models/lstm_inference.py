@@ -37,7 +37,8 @@ def forward(lstm: ProjectedLSTM, inputs: torch.Tensor, lengths: torch.Tensor, st
     batch = len(lengths)
     if 0 < batch < ROW_MULTIPLE and lstm.low_precision and inputs.device.type == "cpu":
         return padded_to_a_block(lstm, inputs, lengths, state)
-    w_h, w_p = lstm.state_linearity.weight, lstm.state_projection
+    w_h, proj_clip = lstm.state_linearity.weight, lstm.proj_clip
+    w_p = lstm.state_projection.weight if lstm.state_projection is not None else None
     plan = StepPlan(lengths, full_precision=not lstm.low_precision)
     h, c = plan.transposed_state(state or lstm.zero_state(batch, inputs), w_h.dtype, lstm.cell_dtype)
     x = plan.arrange(inputs).to(w_h.dtype)
@@ -46,14 +47,15 @@ def forward(lstm: ProjectedLSTM, inputs: torch.Tensor, lengths: torch.Tensor, st
     cell_step = fused_cell_step(lstm, fused, batch) if fused is not None else torch_cell_step(lstm, batch)
     outputs, finals = None, FinalStates(batch)
     for t, (rows, columns) in enumerate(zip(plan.rows, plan.columns, strict=True)):
-        finals.keep_ended(rows, h, c)
+        if rows < finals.live:
+            finals.keep_ended(rows, h, c)
         if columns < h.shape[1]:
             h, c = h[:, :columns].contiguous(), c[:, :columns].contiguous()  # c: updated in place from here
         h = cell_step(gates(t, h), c)
         if w_p is not None:
-            h = w_p.weight.mm(h)
-        if lstm.proj_clip is not None:
-            h = h.clamp(-lstm.proj_clip, lstm.proj_clip)
+            h = w_p.mm(h)
+        if proj_clip is not None:
+            h = h.clamp(-proj_clip, proj_clip)
         outputs = plan.outputs(inputs.shape[1], h) if outputs is None else outputs
         outputs[t, :, :rows] = h[:, :rows]
     outputs = plan.outputs(inputs.shape[1], h) if outputs is None else outputs

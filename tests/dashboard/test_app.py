@@ -441,11 +441,11 @@ def test_pages_without_any_model_say_what_to_do(monkeypatch, tmp_path):
     st.cache_resource.clear()  # models that earlier pages of this process loaded would answer instead
     st.cache_data.clear()
     at = run_page("pages/1_Sense_explorer.py")
-    assert "the bundled elmo model is missing" in messages(at)
+    assert "the bundled ELMo model is missing" in messages(at)
     at = run_page("pages/3_CoVe_attention.py")
-    assert "the bundled cove model is missing" in messages(at)
+    assert "the bundled CoVe model is missing" in messages(at)
     at = run_page("pages/5_Compare_models.py")
-    assert "the bundled elmo model is missing" in messages(at)
+    assert "the bundled ELMo model is missing" in messages(at)
 
 
 def test_uploaded_files_become_corpora():

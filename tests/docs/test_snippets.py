@@ -3,10 +3,11 @@ benchmarks/README.md and docs/*.md, and every `python -m spacy project run ...` 
 is read from those files when the tests run (never copied here) and run as written.
 
 Each runs in a temporary working directory laid out like a checkout: configs/, app/, project.yml and
-a copy of benchmarks/, with a ../shared beside it holding a few lines of each data file of the real
-../shared. A file that a snippet names and that cannot exist offline (the published options.json and
-weights.hdf5, a user's corpus, wmtlstm-8f474287.pth, ...) is a stand-in of the same name, made from
-the tiny random models of util.py. Commands that train run with smoke settings: SMOKE_ARGS, appended to
+a copy of benchmarks/ (`python -m benchmarks.NAME` runs the copy: the working directory comes first on
+sys.path), with a ../shared beside it holding a few lines of each data file of the real ../shared. A
+file that a snippet names and that cannot exist offline (the published options.json and weights.hdf5,
+a user's corpus, wmtlstm-8f474287.pth, ...) is a stand-in of the same name, made from the tiny random
+models of util.py. Commands that train run with smoke settings: SMOKE_ARGS, appended to
 the command, cap them at a step or two.
 `spacy project run` commands run with --dry: spaCy parses the line as written and finds the workflow
 and the vars; tests/test_project.py runs the workflows themselves in smoke form.
@@ -58,17 +59,17 @@ NOT_HERE = [
     (r"^pip install", "installs packages (tests/test_readme.py checks the install line)"),
     (r"^python -m pytest", "the test suite itself"),
     (r"--nnodes 2", "needs two machines"),
-    (r"make_data\.py --deps", "downloads packages from the registry"),
+    (r"make_data --deps", "downloads packages from the registry"),
 ]
 # (pattern, why): commands that need a CUDA device; they run where there is one
 NEEDS_GPU = [
     (r"--device cuda|--training\.device cuda|--nproc_per_node [48]\b", "runs on GPUs"),
-    (r"gpu/run\.sh --out|gpu/report\.py gpu_results", "the GPU check and its report"),
+    (r"gpu/run\.sh --out|gpu\.report gpu_results", "the GPU check and its report"),
 ]
 # commands that train, embed a corpus with several processes, benchmark or serve: their blocks are slow
 SLOW = re.compile(
     r"spacy train|spacy evaluate|pretrain-elmo|finetune-elmo|train-cove|train-glove|export-cove|evaluate-lm|"
-    r"export-elmo|sense-probe|convert-sentiment|torchrun|--processes|bleu|translate|benchmarks/|spacy-contextual app"
+    r"export-elmo|sense-probe|convert-sentiment|torchrun|--processes|bleu|translate|benchmarks[./]|spacy-contextual app"
 )
 # appended to a command that trains: a step or two (the options are the commands' own)
 SMOKE_ARGS = {

@@ -115,3 +115,17 @@ def test_bf16_warns_once_where_it_is_emulated(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ElmoEmbedder(tiny_bilm(), precision="bf16")
+
+
+def test_a_model_file_is_read_in_its_precision_resolved_once(tiny_model_dir, monkeypatch):
+    from spacy_contextual.embedders import elmo as elmo_module
+
+    resolved = []
+    monkeypatch.setattr(
+        elmo_module, "resolve_precision", lambda name, device: resolved.append(name) or resolve_precision(name, device)
+    )
+    embedder = ElmoEmbedder.load(tiny_model_dir, precision="bf16")
+    assert resolved == ["bf16"] and {p.dtype for p in embedder.bilm.parameters()} == {torch.bfloat16}
+    monkeypatch.setattr(elmo_module, "load_elmo", lambda *a, **k: pytest.fail("read before the precision is checked"))
+    with pytest.raises(PrecisionError, match="unknown precision 'int4'"):
+        ElmoEmbedder.load(tiny_model_dir, precision="int4")

@@ -84,7 +84,7 @@ def test_model_dir_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a spacy-contextual model directory"):
         load_bilm(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"kind": "cove-encoder"}))
-    with pytest.raises(ValueError, match="'cove-encoder' model, not a 'elmo-bilm'"):
+    with pytest.raises(ValueError, match="'cove-encoder' model, not an 'elmo-bilm'"):
         load_bilm(tmp_path)
 
 

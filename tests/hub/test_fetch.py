@@ -138,7 +138,7 @@ def test_cove_pth_hash_prefix_is_checked_and_the_files_load(tmp_path, monkeypatc
 
 def test_a_name_of_the_other_encoder_is_refused(tmp_path, monkeypatch, home, server, bilm_files):
     use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
-    with pytest.raises(ValueError, match="'tiny' is an elmo model; this needs a cove model"):
+    with pytest.raises(ValueError, match="'tiny' is an ELMo model; this needs a CoVe model"):
         resolve_model_dir("cove", "tiny")
     assert server.requests == {}
 

@@ -183,7 +183,7 @@ def test_missing_bundled_model_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(resolver, "ASSETS", tmp_path)  # an installation without its assets
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo")
-    with pytest.raises(FileNotFoundError, match="the bundled elmo model is missing from .*give the path"):
+    with pytest.raises(FileNotFoundError, match="the bundled ELMo model is missing from .*give the folder"):
         nlp.initialize()
 
 
