@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spacy_contextual.analysis.models import load_model
-from spacy_contextual.models.text import UNK, tokenize
+from spacy_contextual.analysis.model_loading import load_model
+from spacy_contextual.mt_text import UNK, tokenize
 
 from .record import publish
 

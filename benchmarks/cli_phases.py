@@ -47,7 +47,7 @@ def child(report: Path, command: list[str]) -> None:
     start = time.perf_counter()
     from spacy_contextual.cli import app
     from spacy_contextual.corpus.parts import PartsFolder
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
     from spacy_contextual.embedders.embedder import Embedder
 
     imported = time.perf_counter()

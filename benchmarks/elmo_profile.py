@@ -25,7 +25,7 @@ from collections import defaultdict
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder  # noqa: E402
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder  # noqa: E402
 
 from .common import lstm_flops, random_bilm, read_sentences
 

@@ -119,7 +119,7 @@ def measure(size: str, path: str, lines: int, threads: int, precision: str = "fp
     cnn_flops = count_cnn_flops(bilm.token_encoder)
     with torch.no_grad():
         if path == "exact":  # made (weights cast to the precision) before the clock starts: that is loading
-            from spacy_contextual.embedders.elmo import ElmoEmbedder
+            from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
             embedder = ElmoEmbedder(bilm, precision=precision)
             timer.time_method(embedder.bilm, "encode", "lstm")

@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
     from spacy_contextual.formats.bilm_dir import save_bilm
     from spacy_contextual.layers import elmo_model_dir_loader
     from spacy_contextual.models.bilm import BiLM, BiLMConfig

@@ -29,7 +29,7 @@ from spacy_contextual.analysis.sense_probe import (
     read_sense_file,
     target_vectors,
 )
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 
 def linear_probe(vectors: np.ndarray, senses: np.ndarray, folds: int = 5, seed: int = 0) -> list[float]:

@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from spacy_contextual.models.bilm import BiLM, BiLMConfig
+from spacy_contextual.training.batch_stream import BatchStream
 from spacy_contextual.training.config import PretrainConfig
-from spacy_contextual.training.corpus import BatchStream
 from spacy_contextual.training.lm import BidirectionalLM
 from spacy_contextual.training.vocab import LMVocabulary
 

@@ -50,7 +50,7 @@ def measure(path: Path) -> dict:
     """Run in a fresh process: baseline RSS, then the peaks after each step."""
     import spacy  # noqa: F401  (imported before the baseline so its own memory is not counted)
 
-    from spacy_contextual.formats.vectors import load_vectors, to_spacy_vectors
+    from spacy_contextual.formats.word_vectors import load_vectors, to_spacy_vectors
 
     baseline = _rss_mb()
     started = time.perf_counter()

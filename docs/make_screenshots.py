@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from spacy_contextual.dashboard.settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
+from spacy_contextual.dashboard.environment_names import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
 
 try:
     import browser  # tests/browser.py, the browser harness the tests use (not part of the package)

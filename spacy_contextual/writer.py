@@ -52,12 +52,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from . import settings
+from . import environment
 from .errors import ContextualError, quoted
 from .locations import ASSETS
 from .types import PathLike
 
-ALLOW_PACKAGE_WRITE_ENV = settings.ALLOW_PACKAGE_WRITE.name
+ALLOW_PACKAGE_WRITE_ENV = environment.ALLOW_PACKAGE_WRITE.name
 MARK = ".spacy-contextual-"  # every working name the writer makes ends in MARK + "new", "old" or "lock"
 KINDS = ("new", "old", "lock")
 RANDOM = re.compile(r"[a-z0-9_]+")  # the random part of a working name (tempfile's letters, or hex)
@@ -222,7 +222,7 @@ def output_target(path: PathLike) -> Path:
     ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1``)."""
     check_name_lengths(path)
     target = follow_links(path)
-    if target.is_relative_to(ASSETS.resolve()) and not settings.ALLOW_PACKAGE_WRITE.get():
+    if target.is_relative_to(ASSETS.resolve()) and not environment.ALLOW_PACKAGE_WRITE.get():
         raise OutputError(
             f"{path} is inside the installed package's bundled models ({ASSETS}); write somewhere else, or set "
             f"{ALLOW_PACKAGE_WRITE_ENV}=1 to replace them on purpose"

@@ -1,4 +1,4 @@
-"""Every ``SPACY_CONTEXTUAL_*`` variable goes through ``settings.py``: the package is grepped for the
+"""Every ``SPACY_CONTEXTUAL_*`` variable goes through ``environment.py``: the package is grepped for the
 names it mentions, each must be declared there with its type and range, and each is fed values that
 its type refuses (one line naming the variable). No module reads such a variable from ``os.environ``
 itself, so a new variable is covered as soon as it appears. Also the cases that once failed: a deadline
@@ -18,18 +18,18 @@ import pytest
 from util import assert_one_line_error, cli
 
 import spacy_contextual
-from spacy_contextual import settings
+from spacy_contextual import environment
 from spacy_contextual.errors import ContextualError
 
 PACKAGE = Path(spacy_contextual.__file__).parent
 REPO = PACKAGE.parent
 VARIABLE = re.compile(r"SPACY_CONTEXTUAL_[A-Z0-9_]*[A-Z0-9]")
 BAD = {
-    settings.Flag: ["2", "maybe", "on please", "-1", "1" * 5000],
-    settings.Number: ["x", "nan", "inf", "-inf", "1e400", "1" * 5000, "1e10", "-1"],
-    settings.Text: ["\x01model", "a" * 5000, "two\nlines"],
-    settings.Location: ["~nosuchuser-of-this-test/x", "a" * 5000, "\x1b[31m"],
-    settings.Locations: ["~nosuchuser-of-this-test/x", "a" * 5000],
+    environment.Flag: ["2", "maybe", "on please", "-1", "1" * 5000],
+    environment.Number: ["x", "nan", "inf", "-inf", "1e400", "1" * 5000, "1e10", "-1"],
+    environment.Text: ["\x01model", "a" * 5000, "two\nlines"],
+    environment.Location: ["~nosuchuser-of-this-test/x", "a" * 5000, "\x1b[31m"],
+    environment.Locations: ["~nosuchuser-of-this-test/x", "a" * 5000],
 }
 
 
@@ -44,16 +44,16 @@ def variables_in_package() -> set[str]:
 def test_every_variable_the_package_names_is_declared_with_a_type():
     found = variables_in_package()
     assert found, "the grep found no variable: its pattern is wrong"
-    assert found - set(settings.VARIABLES) == set(), "declare these in spacy_contextual/settings.py, with a type"
-    assert set(settings.VARIABLES) - found == set(), "declared but never used: remove them"
+    assert found - set(environment.VARIABLES) == set(), "declare these in spacy_contextual/environment.py, with a type"
+    assert set(environment.VARIABLES) - found == set(), "declared but never used: remove them"
     assert "SPACY_CONTEXTUAL_FUSED_CELL" in found and "SPACY_CONTEXTUAL_OFFLINE" in found
 
 
 @pytest.mark.parametrize("name", sorted(variables_in_package()))
 def test_each_variable_refuses_what_its_type_does_not_allow_in_one_line(name, monkeypatch):
-    variable = settings.VARIABLES[name]
+    variable = environment.VARIABLES[name]
     bad = list(BAD[type(variable)])
-    if isinstance(variable, settings.Number):
+    if isinstance(variable, environment.Number):
         bad = [value for value in bad if value != "1e10" or variable.maximum < 1e10]
         bad += [f"{variable.maximum * 2:.0f}", f"{variable.minimum - 1}"]
         if variable.integer:
@@ -66,20 +66,20 @@ def test_each_variable_refuses_what_its_type_does_not_allow_in_one_line(name, mo
         assert message.startswith(f"{name}=") or message.startswith(f"{name}: "), message
         assert "\n" not in message and len(message) < 400, message
     monkeypatch.delenv(name)
-    assert variable.get() == getattr(variable, "default", None) or isinstance(variable, settings.Locations)
+    assert variable.get() == getattr(variable, "default", None) or isinstance(variable, environment.Locations)
 
 
 def test_good_values_are_read_with_their_type(monkeypatch, tmp_path):
     for text, value in [("ON", True), (" no ", False), ("1", True), ("false", False)]:
-        monkeypatch.setenv(settings.OFFLINE.name, text)
-        assert settings.OFFLINE.get() is value
-    monkeypatch.setenv(settings.MAX_DOWNLOAD_BYTES.name, "1_000_000")
-    assert settings.MAX_DOWNLOAD_BYTES.get() == 1_000_000 and isinstance(settings.MAX_DOWNLOAD_BYTES.get(), int)
+        monkeypatch.setenv(environment.OFFLINE.name, text)
+        assert environment.OFFLINE.get() is value
+    monkeypatch.setenv(environment.MAX_DOWNLOAD_BYTES.name, "1_000_000")
+    assert environment.MAX_DOWNLOAD_BYTES.get() == 1_000_000 and isinstance(environment.MAX_DOWNLOAD_BYTES.get(), int)
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv(settings.HOME.name, "~/cache")
-    assert settings.HOME.get() == tmp_path / "cache"
-    monkeypatch.setenv(settings.PIPELINE.name, f"~/a{':'}{tmp_path / 'b'}")
-    assert settings.PIPELINE.get() == [tmp_path / "a", tmp_path / "b"]
+    monkeypatch.setenv(environment.HOME.name, "~/cache")
+    assert environment.HOME.get() == tmp_path / "cache"
+    monkeypatch.setenv(environment.PIPELINE.name, f"~/a{':'}{tmp_path / 'b'}")
+    assert environment.PIPELINE.get() == [tmp_path / "a", tmp_path / "b"]
 
 
 def environment_reads(tree: ast.AST):
@@ -104,7 +104,7 @@ def test_no_module_reads_a_variable_but_through_settings():
     """A module that read ``os.environ[...]`` for one of ours would escape the types and ranges."""
     found = []
     for path in package_sources():
-        if path.name in ("settings.py", "__main__.py"):
+        if path.name in ("environment.py", "__main__.py"):
             continue
         module_name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
         module = importlib.import_module(module_name)
@@ -120,7 +120,7 @@ def test_no_module_reads_a_variable_but_through_settings():
 
 def test_the_docs_list_every_variable_with_what_it_accepts():
     text = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
-    for name, variable in settings.VARIABLES.items():
+    for name, variable in environment.VARIABLES.items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}`")), None)
         assert row is not None, f"docs/reliability.md has no row for {name}"
         assert variable.accepts.replace("`", "") in row.replace("`", ""), (name, row)
@@ -136,7 +136,7 @@ def test_a_huge_deadline_is_refused_and_the_longest_keeps_its_timer_alive(monkey
     monkeypatch.setenv(DEADLINE_ENV, "1e10")
     with pytest.raises(ContextualError, match=rf"^{DEADLINE_ENV}='1e10' is not a number from 0.001 to"):
         limit(DEADLINE_ENV)
-    monkeypatch.setenv(DEADLINE_ENV, str(settings.LONGEST_TIMER_S))
+    monkeypatch.setenv(DEADLINE_ENV, str(environment.LONGEST_TIMER_S))
     errors = []
     monkeypatch.setattr(threading, "excepthook", errors.append)
     with Deadline(limit(DEADLINE_ENV)) as deadline:
@@ -155,7 +155,7 @@ def test_a_timeout_beyond_what_a_socket_can_wait_is_refused_naming_the_variable(
     monkeypatch.setenv(TIMEOUT_ENV, "1e10")
     with pytest.raises(ContextualError, match=rf"^{TIMEOUT_ENV}='1e10' is not a number from 0.001 to 2,147,483"):
         limit(TIMEOUT_ENV)
-    monkeypatch.setenv(TIMEOUT_ENV, str(settings.LONGEST_POLL_S))
+    monkeypatch.setenv(TIMEOUT_ENV, str(environment.LONGEST_POLL_S))
     first, second = socket.socketpair()
     with first, second:
         second.send(b"x")
@@ -171,15 +171,15 @@ def test_a_byte_limit_of_a_fraction_is_refused_not_rounded_to_zero(monkeypatch):
 
 
 def test_offline_2_is_refused_before_anything_is_downloaded(monkeypatch, tmp_path):
-    monkeypatch.setenv(settings.HOME.name, str(tmp_path / "cache"))
-    monkeypatch.setenv(settings.OFFLINE.name, "2")
+    monkeypatch.setenv(environment.HOME.name, str(tmp_path / "cache"))
+    monkeypatch.setenv(environment.OFFLINE.name, "2")
     result = cli("download", "elmo-small")
     assert_one_line_error(result, "SPACY_CONTEXTUAL_OFFLINE='2' is not a switch")
     assert not (tmp_path / "cache" / "elmo-small").exists()
 
 
 def test_a_bad_debug_switch_is_one_line(monkeypatch):
-    monkeypatch.setenv(settings.DEBUG.name, "verbose")
+    monkeypatch.setenv(environment.DEBUG.name, "verbose")
     assert_one_line_error(cli("models"), "SPACY_CONTEXTUAL_DEBUG='verbose' is not a switch")
-    monkeypatch.setenv(settings.DEBUG.name, "on")
+    monkeypatch.setenv(environment.DEBUG.name, "on")
     assert cli("models").exit_code == 0

@@ -80,7 +80,7 @@ def tiny_cove_dir(path, seed=0):
     """A "cove-encoder" directory: a random 8-d GloVe table over COVE_WORDS and a 6-unit MT-LSTM."""
     from spacy_contextual.formats.cove_dir import save_encoder
     from spacy_contextual.models.mtlstm import MTLSTM
-    from spacy_contextual.models.text import SPECIALS
+    from spacy_contextual.mt_text import SPECIALS
 
     torch.manual_seed(seed)
     encoder = MTLSTM(input_dim=8, hidden_dim=6, num_layers=2).eval()
@@ -227,7 +227,7 @@ def tiny_cove_mt_dir(path: Path) -> Path:
     from spacy_contextual.dashboard.cove_attention import DEFAULT_SENTENCE
     from spacy_contextual.formats.cove_dir import save_translator
     from spacy_contextual.models.seq2seq import Seq2SeqConfig, Translator
-    from spacy_contextual.models.text import SPECIALS, tokenize
+    from spacy_contextual.mt_text import SPECIALS, tokenize
 
     words = sorted({w for _, _, text in DEMO_SENTENCES for w in tokenize(text)} | set(tokenize(DEFAULT_SENTENCE)))
     source_vocab, target_vocab = SPECIALS + words, SPECIALS + ["ein", "mann", "spielt", "gitarre", "."]

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from spacy_contextual.devices import resolve_device, tf32
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_tf import load_bilm_tf
 
 from ..common import SIZES, max_difference, random_bilm, read_sentences

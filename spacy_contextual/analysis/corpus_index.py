@@ -17,8 +17,8 @@ import pandas as pd
 
 from .neighbours import kwic
 from .occurrence_store import Progress, record_chunks
+from .occurrence_vectors import Embed, Layer, select_layer
 from .projection import normalize_rows
-from .vectors import Embed, Layer, select_layer
 
 MAX_INDEX_TOKENS = 30_000
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..batching import plan_batches
-from .vectors import Embed
+from .occurrence_vectors import Embed
 
 CHUNK_SENTENCES = 64
 CHUNK_TOKENS = 16_384  # ELMo-original's arrays of that many tokens: 200 MB

@@ -30,12 +30,12 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from .. import settings
+from .. import environment
 from ..errors import ContextualError
 from ..writer import storage_failure
 from .params import GuardedCommand
 
-DEBUG_ENV = settings.DEBUG.name
+DEBUG_ENV = environment.DEBUG.name
 EXPECTED_ERRORS = (ContextualError, OSError, typer.BadParameter)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RESUME_HINT = "spacy_contextual.resume_hint"
@@ -177,7 +177,7 @@ def main(
     ] = None,
 ) -> None:
     """ELMo and CoVe contextual word vectors for spaCy."""
-    debug = ctx.params["debug"] = debug or settings.DEBUG.get()
+    debug = ctx.params["debug"] = debug or environment.DEBUG.get()
     if catalog is not None:
         from ..hub.catalog import use_catalog
 

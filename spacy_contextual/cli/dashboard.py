@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ..dashboard.settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
+from ..dashboard.environment_names import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
 from ._app import app
 from .model_option import Catalog, model_option
 

@@ -324,11 +324,11 @@ def _load_encoder(job: EmbedJob, device):
         settings["max_window_tokens"] = window
     options = {"device": device, "precision": job.precision, "max_window_tokens": window}
     if job.kind == "cove":
-        from ..embedders.cove import CoveEmbedder
+        from ..embedders.cove_embedder import CoveEmbedder
 
         embedder = CoveEmbedder.load(job.model, device=device, precision=job.precision)
         return embedder, {**settings, "files": file_identity(job.model)}
-    from ..embedders.elmo import ElmoEmbedder
+    from ..embedders.elmo_embedder import ElmoEmbedder
 
     settings["stateful"] = job.stateful
     if job.options_file is not None:

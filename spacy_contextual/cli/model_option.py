@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from ..hub.resolver import ModelName, read_model_name
-from .models import CATALOG_HELP, use_catalog
+from .catalog_commands import CATALOG_HELP, use_catalog
 from .params import MODEL_METAVAR
 
 MODEL_HELP = "A model name from `spacy-contextual models`, a model folder, or 'default' (the bundled {what})"

@@ -16,17 +16,17 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from .. import settings
-from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model, name_notice
+from .. import environment
+from ..analysis.model_loading import KINDS, Embedder, ModelUnavailable, load_model, name_notice
 from ..analysis.occurrence_store import OccurrenceStore
+from ..analysis.occurrence_vectors import MIX
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
-from ..analysis.vectors import MIX
 from ..errors import ContextualError
 from ..kinds import a_model
 from . import session
 
 ENCODERS = KINDS
-MODEL_SETTINGS = {"elmo": settings.ELMO_MODEL, "cove": settings.COVE_MODEL}
+MODEL_SETTINGS = {"elmo": environment.ELMO_MODEL, "cove": environment.COVE_MODEL}
 MODEL_ENV = {kind: variable.name for kind, variable in MODEL_SETTINGS.items()}
 MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
@@ -57,7 +57,7 @@ def configure_page(title: str = "spacy-contextual") -> None:
 
 
 def setting(variable):
-    """The value of one of ``spacy_contextual.settings``' variables; a bad value stops the page with its one line."""
+    """The value of one of ``spacy_contextual.environment``' variables; a bad value stops the page with its one line."""
     try:
         return variable.get()
     except ContextualError as error:
@@ -199,7 +199,7 @@ def encoder_or_stop(kind: str, model: str) -> Embedder:
 def sense_data_dir() -> Path | None:
     """Where sense-labelled JSONL files are looked for: the environment variable, else ../shared/data/senses
     next to a source checkout, else none."""
-    folder = setting(settings.SENSE_DATA)
+    folder = setting(environment.SENSE_DATA)
     if folder is not None:
         return folder
     checkout = Path(__file__).resolve().parents[3] / "shared" / "data" / "senses"

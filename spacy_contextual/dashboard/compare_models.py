@@ -10,10 +10,10 @@ import streamlit as st
 
 from ..analysis.compare import aligned_projections, change_html, neighbour_change, neighbour_sets
 from ..analysis.occurrence_store import occurrence_pairs
+from ..analysis.occurrence_vectors import layer_options, select_layer
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.purity import knn_sense_accuracy, majority_share
 from ..analysis.sense_plots import point_frame, sense_scatter, shared_range
-from ..analysis.vectors import layer_options, select_layer
 from . import session
 from .common import (
     clicked_point,

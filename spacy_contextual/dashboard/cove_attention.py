@@ -20,7 +20,7 @@ from ..analysis.attention import (
     unattended,
 )
 from ..analysis.markdown import escape_markdown
-from ..analysis.models import ModelUnavailable, is_bundled, training_domain_of
+from ..analysis.model_loading import ModelUnavailable, is_bundled, training_domain_of
 from ..analysis.occurrences import InputError
 from ..analysis.translation import Translation, translate
 from . import session

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from .. import settings
+from .. import environment
 from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
 from .common import MAX_PATH_CHARS, setting
@@ -43,7 +43,7 @@ def render() -> None:
         "the ELMo/CoVe features are next to the component's other inputs, not which layer it prefers."
     )
     text = st.text_area(
-        "Trained pipeline directories (one a line)", value="\n".join(map(str, setting(settings.PIPELINE))),
+        "Trained pipeline directories (one a line)", value="\n".join(map(str, setting(environment.PIPELINE))),
         key=f"{KEY}_paths", placeholder="e.g. training/elmo_tagger/model-best", height=90,
         max_chars=MAX_PIPELINES * (MAX_PATH_CHARS + 1),
     )  # fmt: skip

@@ -30,6 +30,7 @@ from ..analysis.neighbours import (
     tie_note,
 )
 from ..analysis.occurrence_store import occurrence_pairs
+from ..analysis.occurrence_vectors import layer_options, select_layer
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.projection import project
 from ..analysis.projector_export import projector_zip
@@ -43,7 +44,6 @@ from ..analysis.sense_plots import (
     word_form_frame,
 )
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
-from ..analysis.vectors import layer_options, select_layer
 from . import session
 from .common import (
     cached_encoder,

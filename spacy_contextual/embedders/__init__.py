@@ -17,8 +17,8 @@ from ..hub.resolver import KINDS
 from ..types import PathLike
 
 if TYPE_CHECKING:
-    from .cove import CoveEmbedder
-    from .elmo import ElmoEmbedder
+    from .cove_embedder import CoveEmbedder
+    from .elmo_embedder import ElmoEmbedder
     from .embedder import Embedder
 
 #: where each class lives: imported when first asked for, so that ELMo alone never loads the CoVe modules

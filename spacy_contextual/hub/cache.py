@@ -27,15 +27,15 @@ import json
 import re
 from pathlib import Path
 
-from .. import settings
+from .. import environment
 from ..errors import ContextualError
 from ..integrity import confined, read_table, table_of, verify_files
 from ..kinds import KINDS
 from ..text_files import read_json
 from .catalog import NAME, RECORD_NAME, CatalogEntry, catalog_label, human_bytes
 
-HOME_ENV = settings.HOME.name
-OFFLINE_ENV = settings.OFFLINE.name
+HOME_ENV = environment.HOME.name
+OFFLINE_ENV = environment.OFFLINE.name
 DOWNLOAD_COMMAND = "spacy-contextual download"
 RETRUST = "--retrust"
 HEX64 = re.compile(r"[0-9a-f]{64}")  # fullmatch: "$" would let a final newline through
@@ -47,7 +47,7 @@ class CacheError(ContextualError):
 
 
 def cache_home() -> Path:
-    home = settings.HOME.get()
+    home = environment.HOME.get()
     if home is not None:
         return home
     from platformdirs import user_cache_dir
@@ -56,7 +56,7 @@ def cache_home() -> Path:
 
 
 def is_offline() -> bool:
-    return settings.OFFLINE.get()
+    return environment.OFFLINE.get()
 
 
 def model_cache_dir(name: str) -> Path:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import settings
+from .. import environment
 from ..errors import ContextualError, quoted
 from ..schema import BOOLEAN, TEXT, Rule, integer, list_of, one_of, optional, validate_section
 from ..text_files import read_json
@@ -31,7 +31,7 @@ from ..writer import MARK
 from .stream import SCHEMES
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
-CATALOG_ENV = settings.CATALOG.name
+CATALOG_ENV = environment.CATALOG.name
 FORMATS = {"bilm_tf": "elmo", "manylangs": "elmo", "cove_pth": "cove", "model_dir": None}
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")  # always fullmatch: "$" would let a final newline through
 RECORD_NAME = "download.json"  # each cached model's record (cache.py)
@@ -168,7 +168,7 @@ def load_catalog(user_catalog: PathLike | None = None) -> dict[str, CatalogEntry
     """The shipped catalog, with the user catalog's entries (``user_catalog`` or $SPACY_CONTEXTUAL_CATALOG)
     added or put in place of the shipped ones of the same name."""
     entries = dict(read_catalog(CATALOG_PATH))
-    user = user_catalog or settings.CATALOG.get()
+    user = user_catalog or environment.CATALOG.get()
     if user:
         entries.update(read_catalog(user))
     return entries

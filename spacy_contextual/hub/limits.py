@@ -8,7 +8,7 @@
 * ``SPACY_CONTEXTUAL_LOCK_WAIT`` (3,600 s): the longest a process waits for another one that is
   downloading the same model.
 
-Each is read through ``settings.py``, whose ranges stop at what the code can use (a socket waits at
+Each is read through ``environment.py``, whose ranges stop at what the code can use (a socket waits at
 most ``LONGEST_POLL_S``, a timer thread ``LONGEST_TIMER_S``); a value out of range is one line naming the
 variable. An archive may also hold at most ``MAX_MEMBERS`` members, and none may unpack to more than
 ``MAX_RATIO`` times its compressed size (members under ``RATIO_FLOOR`` bytes excepted).
@@ -16,13 +16,13 @@ variable. An archive may also hold at most ``MAX_MEMBERS`` members, and none may
 
 from __future__ import annotations
 
-from .. import settings
+from .. import environment
 
-TIMEOUT_ENV = settings.TIMEOUT.name
-DEADLINE_ENV = settings.DOWNLOAD_DEADLINE.name
-MAX_BYTES_ENV = settings.MAX_DOWNLOAD_BYTES.name
-MAX_UNPACKED_ENV = settings.MAX_UNPACKED_BYTES.name
-LOCK_WAIT_ENV = settings.LOCK_WAIT.name
+TIMEOUT_ENV = environment.TIMEOUT.name
+DEADLINE_ENV = environment.DOWNLOAD_DEADLINE.name
+MAX_BYTES_ENV = environment.MAX_DOWNLOAD_BYTES.name
+MAX_UNPACKED_ENV = environment.MAX_UNPACKED_BYTES.name
+LOCK_WAIT_ENV = environment.LOCK_WAIT.name
 MAX_MEMBERS = 10_000
 MAX_RATIO = 200
 RATIO_FLOOR = 2**20
@@ -30,7 +30,7 @@ RATIO_FLOOR = 2**20
 
 def limit(name: str) -> float:
     """The value of the limit ``name`` (one of the ``*_ENV`` names): its variable, in its range, else the default."""
-    return settings.VARIABLES[name].get()
+    return environment.VARIABLES[name].get()
 
 
 def byte_limit(name: str) -> int:

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from ..mt_text import MTVocab, pad
 from .mtlstm import MTLSTM
-from .text import MTVocab, pad
 
 
 class CoveLayers(nn.Module):

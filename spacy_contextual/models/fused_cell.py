@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..settings import flag
+from ..environment import flag
 from .cpp_build import BuildState, OperatorBuild, inspect, load_operators
 
 SWITCH = "SPACY_CONTEXTUAL_FUSED_CELL"  # off: the torch operations, never the built operator

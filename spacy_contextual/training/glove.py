@@ -166,8 +166,8 @@ def train_glove_files(
 ) -> GloveResult:
     """Tokenise the corpus files (lowercased, as CoVe's source: ``models/text.tokenize``), count, train,
     write GloVe text."""
-    from ..formats.vectors import write_glove
-    from ..models.text import tokenize
+    from ..formats.word_vectors import write_glove
+    from ..mt_text import tokenize
     from .mt_data import read_lines
 
     sentences = [tokenize(line) for path in corpus_files for line in read_lines(path)]

@@ -15,7 +15,7 @@ from ..errors import ContextualError
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..types import PathLike
 from ..writer import atomic_file
-from .corpus import iter_sentences
+from .batch_stream import iter_sentences
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)

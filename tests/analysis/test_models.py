@@ -3,7 +3,7 @@
 import pytest
 
 from spacy_contextual.analysis.attention import BUNDLED_DOMAIN
-from spacy_contextual.analysis.models import (
+from spacy_contextual.analysis.model_loading import (
     ModelUnavailable,
     is_bundled,
     load_model,

@@ -14,7 +14,7 @@ from spacy_contextual.analysis.occurrence_store import (
 )
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences
 from spacy_contextual.analysis.sense_probe import labelled_instances, sample_per_sense, sense_probe
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from util import tiny_elmo_dir, writer_leftovers
 
 from spacy_contextual.cli import app
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.hub.cache import OFFLINE_ENV
 
 pytestmark = pytest.mark.timeout(120)

@@ -24,7 +24,7 @@ from util import tiny_cove_dir, writer_leftovers
 from spacy_contextual.cli import app
 from spacy_contextual.corpus import folder as folder_module
 from spacy_contextual.corpus.folder import MARKER
-from spacy_contextual.embedders.cove import CoveEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
 from spacy_contextual.hub.resolver import resolve_model_dir
 
 runner = CliRunner()

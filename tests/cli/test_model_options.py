@@ -14,7 +14,7 @@ from util import assert_one_line_error, cli, tiny_cove_dir, tiny_elmo_dir
 
 from spacy_contextual.cli import app
 from spacy_contextual.cli.model_option import MODEL_METAVAR
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.errors import ContextualError
 from spacy_contextual.hub.resolver import ModelName
 from spacy_contextual.kinds import a_model

@@ -159,7 +159,7 @@ def test_view_options_recompute_nothing(models, monkeypatch):
 
         return wrapper
 
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
     monkeypatch.setattr(ElmoEmbedder, "embed_sentences", counted("embed", ElmoEmbedder.embed_sentences))
     monkeypatch.setattr(sense_explorer, "project", counted("project", sense_explorer.project))
@@ -484,7 +484,7 @@ def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
 
 def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
     from spacy_contextual.dashboard import common
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
     monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
     embedded = []  # sentences embedded (a store made earlier in this process may hold some already)

@@ -118,13 +118,13 @@ def test_a_1mb_word_is_capped_and_not_echoed():
     ],
 )
 def test_a_bad_setting_stops_the_page_with_its_one_line(monkeypatch, name, value):
-    """The dashboard's variables are read through ``settings`` too: a bad one is shown, never a traceback."""
+    """The dashboard's variables are read through ``environment`` too: a bad one is shown, never a traceback."""
 
     def page():
-        from spacy_contextual import settings
+        from spacy_contextual import environment
         from spacy_contextual.dashboard.common import setting
 
-        for variable in settings.VARIABLES.values():
+        for variable in environment.VARIABLES.values():
             if variable.name.endswith(("_MODEL", "_PIPELINE", "_SENSE_DATA")):
                 setting(variable)
 

@@ -223,7 +223,7 @@ def spacy_corpus(path: Path) -> None:
 
 def published_cove(pth: Path, glove: Path) -> None:
     from spacy_contextual.formats.cove_pth import expected_shapes
-    from spacy_contextual.formats.vectors import write_glove
+    from spacy_contextual.formats.word_vectors import write_glove
 
     torch.save({key: torch.randn(shape) * 0.1 for key, shape in expected_shapes().items()}, pth)
     words = ["a", "man", "plays", "the", "guitar", "."]

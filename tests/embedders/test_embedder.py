@@ -5,7 +5,7 @@ import pytest
 import torch
 from util import tiny_bilm
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.kinds import kind_name
 from spacy_contextual.models.chars import batch_to_ids, remove_sentence_boundaries
 

@@ -13,8 +13,8 @@ from util import tiny_bilm, tiny_cove_dir, write_manylangs_dir
 from spacy_contextual import precision
 from spacy_contextual.analysis.occurrence_store import OccurrenceStore
 from spacy_contextual.batching import MAX_WINDOW_TOKENS
-from spacy_contextual.embedders.cove import CoveEmbedder
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.errors import ContextualError
 from spacy_contextual.models import bilm_windows
 

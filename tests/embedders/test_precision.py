@@ -14,8 +14,8 @@ from util import SHARED, tiny_bilm, tiny_cove_dir, tiny_cove_mt_dir
 
 from spacy_contextual import precision
 from spacy_contextual.embedders import load_encoder
-from spacy_contextual.embedders.cove import CoveEmbedder
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.precision import PrecisionError, resolve_precision
 
 SENTENCES = [["The", "bank", "closed", "."], ["Rivers", "flood"], [], ["a", "man", "rides", "a", "horse"]]
@@ -118,7 +118,7 @@ def test_bf16_warns_once_where_it_is_emulated(monkeypatch):
 
 
 def test_a_model_file_is_read_in_its_precision_resolved_once(tiny_model_dir, monkeypatch):
-    from spacy_contextual.embedders import elmo as elmo_module
+    from spacy_contextual.embedders import elmo_embedder as elmo_module
 
     resolved = []
     monkeypatch.setattr(

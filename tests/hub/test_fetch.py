@@ -75,7 +75,7 @@ def assert_nothing_partial(home, name):
 
 def test_bilm_tf_pair_by_name_loads_and_is_fetched_once(tmp_path, monkeypatch, home, server, bilm_files):
     from spacy_contextual.embedders import load_encoder
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
     use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
     directory = resolve_model_dir("elmo", "tiny")

@@ -187,7 +187,7 @@ def test_the_bundled_name_is_the_bundled_folder():
 def test_the_dashboard_shows_the_notice_the_commands_print(catalog, online, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from spacy_contextual.analysis.models import name_notice
+    from spacy_contextual.analysis.model_loading import name_notice
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine").mkdir()

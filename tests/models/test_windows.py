@@ -14,9 +14,9 @@ from spacy_contextual.formats.detect import load_elmo
 from spacy_contextual.models.bilm_windows import encode_in_windows
 from spacy_contextual.models.cove_layers import CoveLayers
 from spacy_contextual.models.mtlstm import MTLSTM
-from spacy_contextual.models.text import SPECIALS
 from spacy_contextual.models.token_cache import TokenVectorCache
 from spacy_contextual.models.windows import batch_windows, replace_rows, select_rows
+from spacy_contextual.mt_text import SPECIALS
 
 FLOAT64_TOLERANCE = 1e-12  # measured: at most 3e-16
 FLOAT32_TOLERANCE = 2e-5  # absolute; measured: at most 1.7e-6 on the bundled ELMo over 3,000 tokens

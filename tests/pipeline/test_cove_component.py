@@ -11,7 +11,7 @@ from spacy.training import Example
 from thinc.api import Config, fix_random_seed
 from util import tiny_cove_dir
 
-from spacy_contextual.embedders.cove import CoveEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
 from spacy_contextual.hub import resolver
 from spacy_contextual.layers import cove_model_dir_loader, layer_weights
 

@@ -11,7 +11,7 @@ from safetensors.torch import load as load_safetensors
 from spacy.tokens import Doc, DocBin
 from util import tiny_bilm
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.hub import resolver
 from spacy_contextual.layers import elmo_bilm_tf_loader, elmo_model_dir_loader

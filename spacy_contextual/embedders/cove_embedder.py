@@ -30,7 +30,7 @@ from ..formats.detect import OURS, format_of, load_cove
 from ..hub.resolver import resolve_model_dir
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translation, Translator
-from ..models.text import MTVocab, detokenize, pad, replace_unknown, tokenize
+from ..mt_text import MTVocab, detokenize, pad, replace_unknown, tokenize
 from ..precision import autocast, resolve_precision
 from ..types import PathLike
 from .embedder import Embedder

@@ -85,7 +85,7 @@ def train_cove_command(
     from ..training.mt import train_mt
     from ..training.mt_config import MTConfig
     from ..writer import check_output_dir
-    from .lm import say_how_to_resume
+    from .bilm_commands import say_how_to_resume
 
     overrides = parse_config_overrides(ctx.args)
     config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
@@ -117,7 +117,7 @@ def translate_command(
     precision: Precision = "fp32",
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
-    from ..embedders.cove import CoveEmbedder
+    from ..embedders.cove_embedder import CoveEmbedder
     from ..text_files import numbered_lines
     from ..writer import atomic_file, check_can_write
 
