@@ -72,7 +72,7 @@ def default_model(kind: str) -> str:
 
 @st.cache_resource(show_spinner="Loading the encoder…")
 def cached_encoder(kind: str, model: str) -> Embedder:
-    """``analysis.models.load_model``, once per server process; a model that cannot be loaded says
+    """``analysis.model_loading.load_model``, once per server process; a model that cannot be loaded says
     where to give another."""
     try:
         return load_model(kind, model)

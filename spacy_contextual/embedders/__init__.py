@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .embedder import Embedder
 
 #: where each class lives: imported when first asked for, so that ELMo alone never loads the CoVe modules
-CLASSES = {"CoveEmbedder": ".cove", "ElmoEmbedder": ".elmo", "Embedder": ".embedder"}
+CLASSES = {"CoveEmbedder": ".cove_embedder", "ElmoEmbedder": ".elmo_embedder", "Embedder": ".embedder"}
 EMBEDDERS = {"elmo": "ElmoEmbedder", "cove": "CoveEmbedder"}
 
 

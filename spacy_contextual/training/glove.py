@@ -164,7 +164,7 @@ def train_glove_files(
     batch_size: int = 16384,
     seed: int = 0,
 ) -> GloveResult:
-    """Tokenise the corpus files (lowercased, as CoVe's source: ``models/text.tokenize``), count, train,
+    """Tokenise the corpus files (lowercased, as CoVe's source: ``mt_text.tokenize``), count, train,
     write GloVe text."""
     from ..formats.word_vectors import write_glove
     from ..mt_text import tokenize

@@ -23,7 +23,7 @@ SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
 
 class LMVocabulary:
     """The biLM softmax vocabulary (``<S>``, ``</S>``, ``<UNK>``, then words by count); the translation
-    model's token table is ``models.text.MTVocab``."""
+    model's token table is ``mt_text.MTVocab``."""
 
     def __init__(self, words: Sequence[str]):
         if tuple(words[: len(SPECIALS)]) != SPECIALS:
