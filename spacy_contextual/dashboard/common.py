@@ -1,11 +1,14 @@
 """What the pages share: page setup, model defaults (bundled models, overridable by environment
 variables), cached model loading, one store of occurrence vectors per (encoder, model, corpus) shared by
-every page (an estimate before a large embedding, measured on this machine; a progress bar with a count
-and the time left for an embedding that takes more than 2 s), the encoder
-picker, layer names, widget keys that name the context their options come from (their values kept
-across pages by ``session``), and the links between pages (a click on one chart read back
-before it is redrawn; one page opening another with a state), and the length caps of typed paths and
-words (messages quote at most 80 characters of what was typed: ``errors.quoted``)."""
+every page (an estimate before a large embedding, measured on this machine in tokens per second; every
+embedding shows a progress bar with a token count from its start, and the time left once there is a
+rate; each update of the bar is a Streamlit yield point, so an embedding whose session ended (the tab
+closed, a rerun) stops after the chunk it is in: ``occurrence_store`` cuts the work into chunks of about
+a second), the encoder picker (its kind and model also from the URL), layer names, widget keys that
+name the context their options come from (their values kept across pages by ``session``), and the links
+between pages (a click, a box or a lasso on one chart read back before it is redrawn; one page opening
+another with a state), and the length caps of typed paths and words (messages quote at most 80
+characters of what was typed: ``errors.quoted``)."""
 
 from __future__ import annotations
 
@@ -28,7 +31,6 @@ ENCODERS = KINDS
 MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
 MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
-PROGRESS_AFTER_S = 2.0  # an embedding still running after this long shows a progress bar with a count
 LARGE_EMBEDDING = 500  # sentences: an embedding this large says how long it will take before it starts
 
 
@@ -76,9 +78,9 @@ def occurrence_store(kind: str, model: str, corpus_digest: str, _records) -> Occ
 
 
 def occurrence_layers(kind: str, model: str, digest: str, records, pairs, confirm: str | None = None) -> np.ndarray:
-    """(len(pairs), n_layers, dim) from the shared store, embedding what is missing with a progress bar
-    once it has taken more than ``PROGRESS_AFTER_S``. With ``confirm`` (a button key), an embedding of
-    more than ``LARGE_EMBEDDING`` sentences first says how long it will take and waits for the button."""
+    """(len(pairs), n_layers, dim) from the shared store, embedding what is missing with a progress bar.
+    With ``confirm`` (a button key), an embedding of more than ``LARGE_EMBEDDING`` sentences first says how
+    long it will take and waits for the button."""
     store = occurrence_store(kind, model, digest, records)
     if confirm is not None and not st.session_state.get(confirm):  # not in the run the button started
         estimate = embedding_estimate(store, pairs)
@@ -86,20 +88,29 @@ def occurrence_layers(kind: str, model: str, digest: str, records, pairs, confir
             st.info(f"Embedding with {kind} takes {estimate}; the vectors are then kept for every page.")
             if not st.button(f"Embed {len(store.missing_sentences(pairs)):,} sentences", key=confirm, type="primary"):
                 st.stop()
-    return store.layers(pairs, progress=progress_bar(f"Embedding the sentences with {kind}"))
+    sentences = len(store.missing_sentences(pairs))
+    return store.layers(pairs, progress=progress_bar(f"Embedding {sentences:,} sentences with {kind}"))
 
 
 def embedding_estimate(store: OccurrenceStore, pairs) -> str | None:
-    """ "about 2 min 20 s for 4,269 sentences on this machine (31 sentences/s measured here)" when more
-    than ``LARGE_EMBEDDING`` sentences are missing (measuring the rate on the first chunk if need be), else None."""
+    """ "about 3 min 40 s for 4,269 sentences (111,000 tokens, 9,800 new words) on this machine (measured on
+    this corpus: ...)" when more than ``LARGE_EMBEDDING`` sentences are missing (measuring the cost on a
+    sample drawn across the file first, if need be: ``OccurrenceStore.calibrate``), else None."""
     if len(store.missing_sentences(pairs)) <= LARGE_EMBEDDING:
         return None
-    with st.spinner("Timing the encoder on the first sentences…"):
-        rate = store.rate or store.calibrate(pairs)
-    missing = len(store.missing_sentences(pairs))
+    if store.cost is None:
+        with st.spinner("Timing the encoder on sentences drawn across the file…"):
+            store.calibrate(pairs)
+    missing, tokens, words = (
+        len(store.missing_sentences(pairs)),
+        store.missing_tokens(pairs),
+        len(store.missing_words(pairs)),
+    )
+    cost = store.cost
     return (
-        f"about {duration(missing / rate)} for {missing:,} sentences on this machine ({rate:.0f} sentences/s, "
-        "measured on this corpus)"
+        f"about {duration(store.estimate_seconds(pairs))} for {missing:,} sentences ({tokens:,} tokens, {words:,} word "
+        f"forms not seen yet) on this machine (measured on this corpus: {1000 * cost.per_token:.2f} ms a token, "
+        f"{1000 * cost.per_new_word:.2f} ms more a new word form)"
     )
 
 
@@ -112,20 +123,20 @@ def duration(seconds: float) -> str:
 
 
 def progress_bar(label: str):
-    """A ``progress(done, total)`` callback that draws a bar with a count and the time left (at the rate so
-    far) once ``PROGRESS_AFTER_S`` have passed, and removes it when done."""
+    """A ``progress(done_tokens, total_tokens)`` callback that draws a bar with the count from its first call
+    (and the time left, at the rate so far, from the second) and removes it when done. Each call updates the
+    bar: a yield point where Streamlit stops the run of a session that ended or reruns."""
     start, bar = time.perf_counter(), None
 
     def progress(done: int, total: int) -> None:
         nonlocal bar
-        elapsed = time.perf_counter() - start
-        if bar is None and elapsed > PROGRESS_AFTER_S and done < total:
+        if bar is None:
             bar = st.progress(0.0)
-        if bar is not None:
-            left = f", about {duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
-            bar.progress(done / total, text=f"{label}: {done:,} of {total:,} sentences{left}")
-            if done >= total:
-                bar.empty()
+        elapsed = time.perf_counter() - start
+        left = f", about {duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
+        bar.progress(done / total if total else 1.0, text=f"{label}: {done:,} of {total:,} tokens{left}")
+        if done >= total:
+            bar.empty()
 
     return progress
 
@@ -148,8 +159,16 @@ def word_input(label: str, **kwargs) -> str:
 
 def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared: bool = True) -> tuple[str, str]:
     """Sidebar widgets: the encoder kind and its model directory; ``shared``: the session's one encoder
-    and model per kind (the Sense explorer and the Layer probe), else this picker's own (Compare's A, B)."""
+    and model per kind (the Sense explorer and the Layer probe; also read from the URL's ``encoder`` and
+    ``model``), else this picker's own (Compare's A, B)."""
     encoder_name = session.ENCODER if shared else f"{key}_encoder"
+    if shared:
+        kind = session.from_url("encoder")
+        if kind in ENCODERS:
+            session.put(session.ENCODER, kind)
+            model = session.from_url("model")
+            if model:
+                session.put(session.model_name(kind), model[:MAX_PATH_CHARS])
     with st.sidebar:
         kind = st.radio(
             label, ENCODERS, horizontal=True,
@@ -190,12 +209,24 @@ def layer_label(labels: list[str], layer, mix_name: str = "uniform") -> str:
 
 def clicked_point(key: str) -> list | None:
     """The customdata of the point clicked on the chart with ``key`` in the previous run, read before
-    the chart is drawn again (so a page can highlight the click on the new figure)."""
-    event = st.session_state.get(key) or {}
-    for point in (event.get("selection") or {}).get("points", []):
+    the chart is drawn again (so a page can highlight the click on the new figure); None for a box or
+    lasso (``chart_region``)."""
+    selection = (st.session_state.get(key) or {}).get("selection") or {}
+    if selection.get("box") or selection.get("lasso"):
+        return None
+    for point in selection.get("points", []):
         if point.get("customdata") is not None:
             return list(point["customdata"])
     return None
+
+
+def chart_region(key: str) -> list[int] | None:
+    """The occurrences (``customdata[0]`` of its points, each once, ascending) of the box or lasso drawn on
+    the chart with ``key`` in the previous run; None when the last selection was no box or lasso."""
+    selection = (st.session_state.get(key) or {}).get("selection") or {}
+    if not (selection.get("box") or selection.get("lasso")):
+        return None
+    return sorted({int(p["customdata"][0]) for p in selection.get("points", []) if p.get("customdata") is not None})
 
 
 def follow_click(chart_key: str, state_key: str, value) -> None:

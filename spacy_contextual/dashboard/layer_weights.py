@@ -12,6 +12,7 @@ import streamlit as st
 
 from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
+from . import session
 from .common import MAX_PATH_CHARS
 from .settings import PIPELINE_ENV
 
@@ -43,12 +44,17 @@ def render() -> None:
         "In plain words: **γ** (gamma) is one number per component that scales the whole mix up or down: how loud "
         "the ELMo/CoVe features are next to the component's other inputs, not which layer it prefers."
     )
+    limit = MAX_PIPELINES * (MAX_PATH_CHARS + 1)
+    linked = session.from_url("pipelines")
+    if linked is not None:
+        session.put(f"{KEY}_paths", linked[:limit])
+    default = os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n")
     text = st.text_area(
-        "Trained pipeline directories (one a line)", value=os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n"),
-        key=f"{KEY}_paths", placeholder="e.g. training/elmo_tagger/model-best", height=90,
-        max_chars=MAX_PIPELINES * (MAX_PATH_CHARS + 1),
+        "Trained pipeline directories (one a line)", key=session.bind(f"{KEY}_paths", default=default),
+        placeholder="e.g. training/elmo_tagger/model-best", height=90, max_chars=limit,
     )  # fmt: skip
     paths = [line.strip() for line in text.splitlines() if line.strip()]
+    session.mirror({"pipelines": "\n".join(paths) if text != default else None})
     if not paths:
         render_example()
         return

@@ -28,7 +28,7 @@ def test_equal_cosines_are_ties_and_give_no_precision():
     assert table["tied"].all() and table.attrs["tied_outside"] == 9  # 19 others at cosine 1: 10 in, 9 out
     assert precision_at_k(table, occurrences["sense"].iloc[0]) is None  # not a number from a tie-break
     note = tie_note(table)
-    assert note.startswith("10 of the 10 nearest tie (cosine 1.000) with 9 occurrences left out")
+    assert note.startswith("10 of the 10 nearest tie (cosine distance 0.000) with 9 occurrences left out")
     assert "<td class='rank'>=</td>" in kwic_html(table, occurrences["sense"].iloc[0])
 
 

@@ -28,14 +28,17 @@ def counting(embed):
 
 
 def test_only_missing_sentences_are_embedded_and_the_vectors_match(embedder, monkeypatch):
-    monkeypatch.setattr(occurrence_store, "CHUNK_SENTENCES", 4)
+    monkeypatch.setattr(occurrence_store.Timing, "chunk_tokens", lambda self: 40)
     records = demo_corpus()
     embed, calls = counting(embedder.embed_sentences)
     store = OccurrenceStore(embed, records)
     play = occurrence_pairs(find_occurrences(records, "play"))
+    tokens = sum(len(records[r]["tokens"]) for r in {r for r, _ in play})
     progress = []
     first = store.layers(play, progress=lambda done, total: progress.append((done, total)))
-    assert sum(calls) == 20 and max(calls) == 4 and progress[-1] == (20, 20) and len(progress) == 5
+    assert sum(calls) == 20 and progress[0] == (0, tokens) and progress[-1] == (tokens, tokens)
+    steps = [b - a for (a, _), (b, _) in zip(progress, progress[1:], strict=False)]
+    assert len(progress) == len(calls) + 1 and max(steps) <= 40
     np.testing.assert_allclose(
         first, occurrence_layers(embedder.embed_sentences, records, find_occurrences(records, "play")), atol=1e-5
     )
@@ -65,17 +68,78 @@ def test_the_probe_reads_its_sample_from_the_store(embedder):
         assert got["word_form_accuracy"] == want["word_form_accuracy"] and 0 < got["word_form_accuracy"] <= 1
 
 
-def test_the_store_measures_its_rate_and_estimates_what_is_missing(embedder, monkeypatch):
+def fake_encoder(clock: list[float], tokens_per_second: float):
+    """An embed that advances ``clock[0]`` by the time its tokens take at ``tokens_per_second``."""
+
+    def embed(sentences):
+        clock[0] += sum(map(len, sentences)) / tokens_per_second
+        return [np.zeros((2, len(tokens), 3), dtype=np.float32) for tokens in sentences]
+
+    return embed
+
+
+def test_chunks_last_about_a_second_at_the_measured_rate_and_a_long_sentence_is_alone(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(occurrence_store.time, "perf_counter", lambda: clock[0])
+    records = [{"tokens": ["w"] * 10} for _ in range(300)]
+    records[150] = {"tokens": ["w"] * 5000}  # a long record
+    embed, calls = counting(fake_encoder(clock, tokens_per_second=200.0))
+    store = OccurrenceStore(embed, records)
+    store.layers([(r, 0) for r in range(len(records))])
+    sizes = [10 * n for n in calls]
+    assert sizes[0] == occurrence_store.FIRST_CHUNK_TOKENS - 2  # 51 sentences of 10 tokens: no rate yet
+    assert store.rate == pytest.approx(200.0)
+    long = next(i for i, n in enumerate(calls) if n == 1)
+    assert all(n * 10 <= 200 * occurrence_store.CHUNK_SECONDS for i, n in enumerate(calls[1:], 1) if i != long)
+    assert sum(calls) == 300  # every sentence once; the long one in a chunk of its own
+
+
+def test_work_stops_between_chunks_and_keeps_what_was_done(embedder, monkeypatch):
+    monkeypatch.setattr(occurrence_store.Timing, "chunk_tokens", lambda self: 40)
     records = demo_corpus()
-    occurrences = find_occurrences(records, "play")
-    pairs = occurrence_pairs(occurrences)
-    monkeypatch.setattr(occurrence_store, "CHUNK_SENTENCES", 4)
-    clock = iter(np.arange(0.0, 1000.0, 0.5))  # every embed call takes 0.5 s of this clock
-    monkeypatch.setattr(occurrence_store.time, "perf_counter", lambda: float(next(clock)))
-    store = OccurrenceStore(embedder.embed_sentences, records)
-    assert store.rate is None and store.estimate_seconds(pairs) is None
-    assert store.calibrate(pairs) == pytest.approx(4 / 0.5)  # one chunk of 4 sentences in 0.5 s
-    missing = len(store.missing_sentences(pairs))
-    assert missing == len({r for r, _ in pairs}) - 4 and store.estimate_seconds(pairs) == pytest.approx(missing / 8)
+    embed, calls = counting(embedder.embed_sentences)
+    store = OccurrenceStore(embed, records)
+    pairs = occurrence_pairs(find_occurrences(records, "play"))
+
+    class SessionEnded(Exception):
+        pass
+
+    def progress(done, total):
+        if done > 0:  # the first chunk is done: the session ends here
+            raise SessionEnded
+
+    with pytest.raises(SessionEnded):
+        store.layers(pairs, progress)
+    assert len(calls) == 1 and not store.lock.locked()  # stopped after one chunk, the store free again
+    done = calls[0]
     store.layers(pairs)
+    assert sum(calls) == 20 and calls[0] == done  # the rest, not what was done
+
+
+def test_the_store_measures_its_cost_and_estimates_what_is_missing(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(occurrence_store.time, "perf_counter", lambda: clock[0])
+    records = [{"tokens": [f"w{i}", "the"] * (3 + i % 10)} for i in range(2000)]
+    seen: set[str] = set()
+
+    def embed(sentences):  # 2 ms a token, and 10 ms more for a word form it has not seen
+        words = {w for s in sentences for w in s}
+        clock[0] += 0.002 * sum(map(len, sentences)) + 0.01 * len(words - seen)
+        seen.update(words)
+        return [np.zeros((2, len(tokens), 3), dtype=np.float32) for tokens in sentences]
+
+    embed, calls = counting(embed)
+    store = OccurrenceStore(embed, records)
+    pairs = [(r, 0) for r in range(len(records))]
+    assert store.cost is None and store.estimate_seconds(pairs) is None
+    cost = store.calibrate(pairs)  # two chunks drawn across the file, the second run twice more
+    assert cost.per_token == pytest.approx(0.002) and cost.per_new_word == pytest.approx(0.01)
+    embedded = sorted(set(range(len(records))) - set(store.missing_sentences(pairs)))
+    assert embedded[0] < 200 and embedded[-1] > 1800  # across the file, not its first sentences
+    assert len(calls) == 4 and sum(calls[:2]) == len(embedded)  # two chunks kept, the second timed twice again
+    expected = 0.002 * store.missing_tokens(pairs) + 0.01 * len(store.missing_words(pairs))
+    assert store.estimate_seconds(pairs) == pytest.approx(expected)
+    started = clock[0]
+    store.layers(pairs)
+    assert clock[0] - started == pytest.approx(expected)  # what the estimate said
     assert store.estimate_seconds(pairs) == 0

@@ -19,19 +19,22 @@ def test_a_context_key_names_its_context():
     assert context_key("sense_layer", "elmo", "default").startswith("sense_layer_")
 
 
-def test_an_embedding_past_the_threshold_shows_a_bar_with_a_count():
+def test_every_embedding_shows_a_bar_with_a_count_from_its_start():
     def page():
+        import streamlit as st
+
         from spacy_contextual.dashboard import common
 
-        common.PROGRESS_AFTER_S = -1.0  # as if 2 s had passed
-        progress = common.progress_bar("Embedding the sentences with elmo")
-        progress(64, 4378)
+        progress = common.progress_bar("Embedding 4,378 sentences with elmo")
+        progress(0, 110_000)
+        st.session_state["first"] = st.session_state.get("first") or "drawn"
+        progress(2_560, 110_000)
 
     at = AppTest.from_function(page).run()
     assert not at.exception
     bar = at.get("progress")[0]
-    assert bar.proto.text.startswith("Embedding the sentences with elmo: 64 of 4,378 sentences, about ")
-    assert bar.proto.text.endswith(" left") and bar.proto.value == 1
+    assert bar.proto.text.startswith("Embedding 4,378 sentences with elmo: 2,560 of 110,000 tokens, about ")
+    assert bar.proto.text.endswith(" left") and bar.proto.value == 2
 
 
 def test_durations_read_plainly():
