@@ -257,7 +257,7 @@ def attention_lines_html(
     longest_target = max(len(t) + 8 * (i in unknown_target) for i, t in enumerate(target_tokens))  # " ⚠ <unk>"
     left_x = bar_x + 120 + char * longest_source  # the bar and its value, then the English words (right-aligned)
     right_x = left_x + LINE_SPAN
-    width = int(right_x + char * longest_target + 20)
+    drawing_width = int(right_x + char * longest_target + 20)
     height = top + row * max(len(source_tokens), len(target_tokens)) + 20
 
     def y(i: int) -> int:
@@ -313,8 +313,8 @@ def attention_lines_html(
         f"Line opacity = α. Hover a word to see only its lines. {html.escape(NOT_ALIGNMENT)}</p>"
     )
     svg = (  # as wide as its words need, narrower windows scale it down: both languages always in view
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='100%' style='max-width:{width}px;height:auto' "
-        f"viewBox='0 0 {width} {height}' preserveAspectRatio='xMinYMin meet'>{''.join(parts)}</svg>"
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='100%' style='max-width:{drawing_width}px;height:auto' "
+        f"viewBox='0 0 {drawing_width} {height}' preserveAspectRatio='xMinYMin meet'>{''.join(parts)}</svg>"
     )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>"

@@ -4,10 +4,11 @@ every view of that (encoder, corpus): the explorer, the probe and the comparison
 The store keeps one (n_layers, dim) float32 array per pair, never whole sentences.
 
 Work is cut into chunks of about ``CHUNK_SECONDS`` each (``embed_in_chunks``: consecutive sentences up to a
-token budget, ``FIRST_CHUNK_TOKENS`` until a rate is known, at least ``MIN_CHUNK_TOKENS``, a longer
-sentence alone), and ``progress(done_tokens, total_tokens)`` is called before the first chunk and after
-each one: a page shows the count from the start, and each call is where a page whose session ended stops
-the work (the dashboard's progress callback is a Streamlit yield point).
+token budget, ``FIRST_CHUNK_TOKENS`` until a rate is known, then between ``MIN_CHUNK_TOKENS`` and
+``MAX_CHUNK_TOKENS``, growing at most twofold from one chunk to the next; a longer sentence alone), and
+``progress(done_tokens, total_tokens)`` is called before the first chunk and after each one: a page shows
+the count from the start, and each call is where a page whose session ended stops the work (the
+dashboard's progress callback is a Streamlit yield point).
 
 Before a large embedding a page says how long it will take (``estimate_seconds``), from a cost measured
 on this machine, this encoder and this corpus by ``calibrate``: the first two chunks of the missing
@@ -31,9 +32,10 @@ from .estimates import EmbeddingCost
 from .sampling import spread_order
 from .vectors import Embed
 
-CHUNK_SECONDS = 3.0  # a chunk of about this much work between two progress calls (larger batches run faster)
+CHUNK_SECONDS = 2.0  # a chunk of about this much work between two progress calls (larger batches run faster)
 FIRST_CHUNK_TOKENS = 512  # the first chunk, before a rate is measured
 MIN_CHUNK_TOKENS = 256  # smaller batches waste more than they save
+MAX_CHUNK_TOKENS = 8192  # every layer of every token of a chunk is in memory at once (100 MB at 3 x 1024 wide)
 RECENT_CHUNKS = 3  # the rate is that of the last few chunks (it grows as a char-CNN cache fills)
 Progress = Callable[[int, int], None]
 
@@ -55,9 +57,14 @@ class Timing:
         return tokens / seconds if tokens and seconds > 0 else None
 
     def chunk_tokens(self) -> int:
-        """The token budget of the next chunk: about ``CHUNK_SECONDS`` of work at the measured rate."""
+        """The token budget of the next chunk: about ``CHUNK_SECONDS`` of work at the measured rate, at most
+        twice the last chunk (a rate measured on a small chunk can be far from a large one's) and
+        ``MAX_CHUNK_TOKENS``."""
         rate = self.rate
-        return FIRST_CHUNK_TOKENS if rate is None else max(MIN_CHUNK_TOKENS, int(rate * CHUNK_SECONDS))
+        if rate is None:
+            return FIRST_CHUNK_TOKENS
+        wanted = max(MIN_CHUNK_TOKENS, int(rate * CHUNK_SECONDS))
+        return min(wanted, 2 * max(self.chunks[-1][0], MIN_CHUNK_TOKENS), MAX_CHUNK_TOKENS)
 
 
 def embed_in_chunks(

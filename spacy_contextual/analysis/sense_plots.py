@@ -179,10 +179,6 @@ def sense_scatter(
     if len(star):
         fig.add_trace(selected_trace(star, f"{SELECTED_NAME} #{selected}", 22, scatter))
     fig.update_layout(clickmode="event+select", **_layout(title, axis_titles, height, color))
-    if faded:
-        fig.add_annotation(text=f"{len(frame):,} points faded: the selection on top", xref="paper", yref="paper",
-                           x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False,
-                           font={"size": 11, "color": "#555"})  # fmt: skip
     if axis_range is not None:
         fig.update_xaxes(range=axis_range[0])
         fig.update_yaxes(range=axis_range[1])
@@ -272,12 +268,27 @@ def word_form_frame(occurrences: pd.DataFrame, static: np.ndarray) -> tuple[pd.D
 def word_form_figure(
     frame: pd.DataFrame, title: str = "", axis_titles: tuple[str, str] = ("", ""), height: int = 420
 ) -> go.Figure:
-    fig = go.Figure(_word_form_trace(frame, width=600, height=height - 60))
+    fig = go.Figure(_word_form_trace(frame, width=NARROWEST_CHART, height=height - 60))
     fig.update_layout(showlegend=False, **_layout(title, axis_titles, height))
+    fig.update_xaxes(range=form_range(frame["x"]))
+    fig.update_yaxes(range=form_range(frame["y"]))
     return fig
 
 
+FORM_PAD = 0.12  # share of the span each side of the word-form points: the axes ``label_positions`` assumes
+
+
+def form_range(values) -> list[float] | None:
+    """The axis range of a word-form plot (None for one point: plotly's own)."""
+    low, high = float(np.min(values)), float(np.max(values))
+    span = high - low
+    return [low - FORM_PAD * span, high + FORM_PAD * span] if span > 0 else None
+
+
 LABEL_FONT_SIZE = 13
+# labels are placed for the narrowest plot area a chart gets (an 800 px window): wider, the points only move
+# apart sideways, so labels that are clear of each other there stay clear
+NARROWEST_CHART, NARROWEST_PANEL = 480, 200
 LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left", "top right", "top left",
                    "bottom right", "bottom left")  # fmt: skip
 
@@ -294,11 +305,11 @@ def label_positions(
     the first placed first; where nothing is free, the position that overlaps least)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
 
-    def scaled(values: np.ndarray, pixels: float) -> np.ndarray:
+    def scaled(values: np.ndarray, pixels: float) -> np.ndarray:  # as ``form_range`` sets the axis
         span = values.max() - values.min()
         if span <= 0:
             return np.full(len(values), pixels / 2)
-        return (values - values.min()) / span * pixels * 0.9 + 0.05 * pixels
+        return (values - values.min() + FORM_PAD * span) / ((1 + 2 * FORM_PAD) * span) * pixels
 
     px_x, px_y = scaled(x, width), scaled(y, height)  # y grows upwards
     char, line = 0.62 * LABEL_FONT_SIZE, 1.3 * LABEL_FONT_SIZE
@@ -376,7 +387,10 @@ def small_multiples(panels: list[dict], color: str) -> go.Figure:
     for number, panel in enumerate(panels):
         cell = {"row": number // columns + 1, "col": number % columns + 1}
         if "word_forms" in panel:
-            fig.add_trace(_word_form_trace(panel["word_forms"], width=400, height=PANEL_HEIGHT - 80, clip=True), **cell)
+            fig.add_trace(
+                _word_form_trace(panel["word_forms"], width=NARROWEST_PANEL, height=PANEL_HEIGHT - 80, clip=True),
+                **cell,
+            )
         else:
             points = panel["points"]
             selected = panel.get("selected")

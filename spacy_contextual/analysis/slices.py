@@ -10,6 +10,7 @@ tie-break). So the whole set's row is the layer's score, and a slice's row is it
 
 from __future__ import annotations
 
+import html
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -63,3 +64,33 @@ def slice_table(
             row[column] = float(vote[members].mean()) if vote is not None and len(members) else None
         rows.append(row)
     return pd.DataFrame(rows, columns=[*SLICE_COLUMNS, *votes])
+
+
+def slices_html(table: pd.DataFrame) -> str:
+    """``slice_table`` as a small HTML table (shares to two decimals, sizes with a thousands separator, empty
+    columns left out); every text escaped, and no cell wraps inside a word."""
+    table = table.dropna(axis="columns", how="all")
+
+    def cell(value) -> str:
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            return ""
+        if isinstance(value, (int, np.integer)):
+            return f"{value:,}"
+        return f"{value:.2f}" if isinstance(value, float) else html.escape(str(value))
+
+    numeric = {column for column in table.columns if column not in ("slice", "majority sense")}
+    header = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
+    rows = "".join(
+        "<tr>" + "".join(
+            f"<td class='{'num' if column in numeric else 'text'}'>{cell(value)}</td>"
+            for column, value in zip(table.columns, row, strict=True)
+        ) + "</tr>"
+        for row in table.itertuples(index=False)
+    )  # fmt: skip
+    style = (
+        "<style>.slices{border-collapse:collapse;font-size:13px;line-height:1.35;margin:2px 0 6px}"
+        ".slices th,.slices td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}"
+        ".slices th,.slices .num{white-space:nowrap}.slices .num{text-align:right;font-variant-numeric:tabular-nums}"
+        ".slices .text{overflow-wrap:normal;word-break:normal}.slices-box{overflow-x:auto}</style>"
+    )
+    return f"{style}<div class='slices-box'><table class='slices'><tr>{header}</tr>{rows}</table></div>"

@@ -4,7 +4,7 @@ every page (an estimate before a large embedding, measured on this machine in to
 embedding shows a progress bar with a token count from its start, and the time left once there is a
 rate; each update of the bar is a Streamlit yield point, so an embedding whose session ended (the tab
 closed, a rerun) stops after the chunk it is in: ``occurrence_store`` cuts the work into chunks of about
-a second), the encoder picker (its kind and model also from the URL), layer names, widget keys that
+two seconds), the encoder picker (its kind and model also from the URL), layer names, widget keys that
 name the context their options come from (their values kept across pages by ``session``), and the links
 between pages (a click, a box or a lasso on one chart read back before it is redrawn; one page opening
 another with a state), and the length caps of typed paths and words (messages quote at most 80
@@ -21,6 +21,7 @@ import numpy as np
 import streamlit as st
 
 from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model
+from ..analysis.neighbours import kwic
 from ..analysis.occurrence_store import OccurrenceStore
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.vectors import MIX
@@ -35,11 +36,15 @@ LARGE_EMBEDDING = 500  # sentences: an embedding this large says how long it wil
 
 
 # Every page reads at 800 px: a row of columns that holds a chart wraps (each column at least 400 px) instead of
-# squeezing the chart, options of a radio never break inside a word, the sidebar narrows in a narrow window.
+# squeezing the chart, options of a radio never break inside a word, the sidebar narrows in a narrow window; below
+# 1400 px the main area's side padding shrinks, so that a chart and the neighbour list stay side by side at 1280 px.
 RESPONSIVE_CSS = """<style>
 [data-testid="stHorizontalBlock"]:has(.stPlotlyChart) { flex-wrap: wrap; }
 [data-testid="stHorizontalBlock"]:has(.stPlotlyChart) > [data-testid="stColumn"] { min-width: min(100%, 400px); }
 [data-testid="stRadio"] [role="radiogroup"] label p { white-space: nowrap; }
+@media (max-width: 1400px) {
+  [data-testid="stMainBlockContainer"] { padding-left: 2rem; padding-right: 2rem; }
+}
 @media (max-width: 960px) {
   section[data-testid="stSidebar"] { width: 230px !important; min-width: 230px !important; }
   [data-testid="stMainBlockContainer"] { padding-left: 1rem; padding-right: 1rem; }
@@ -139,6 +144,16 @@ def progress_bar(label: str):
             bar.empty()
 
     return progress
+
+
+OCCURRENCE_CONTEXT = 12  # characters either side of the word in an occurrence's label
+
+
+def occurrence_label(records, occurrences, index: int) -> str:
+    """ "#12: Can you play the …": an occurrence as a select box shows it, short enough to fit at 800 px."""
+    record, position = int(occurrences["record"].iloc[index]), int(occurrences["position"].iloc[index])
+    left, word, right = kwic(records[record]["tokens"], position, OCCURRENCE_CONTEXT)
+    return f"#{index}: " + " ".join(part for part in (left, word, right) if part)
 
 
 def context_key(name: str, *context) -> str:

@@ -30,6 +30,7 @@ from .common import (
     encoder_picker,
     follow_click,
     layer_label,
+    occurrence_label,
     occurrence_layers,
 )
 from .corpus_picker import CORPUS_KEY, corpus_picker, word_picker
@@ -133,7 +134,7 @@ def render() -> None:
     query = st.selectbox(
         "Occurrence (click a point in either chart)",
         list(range(len(occurrences))),
-        format_func=lambda i: f"#{i}: " + occurrences["sentence"].iloc[i][:110],
+        format_func=lambda i: occurrence_label(records, occurrences, i),
         key=query_key,
     )
     mean_overlap = float(change["overlap"].mean())

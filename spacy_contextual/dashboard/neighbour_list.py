@@ -3,7 +3,8 @@
 and clicks them. Hovering a line rings its point on the chart (found by the occurrence in the points'
 customdata, placed with plotly's own axis scales); clicking a line makes that occurrence the query (a
 trigger value, read by ``on_choose`` before the page is drawn again). The script reads the page's chart and
-changes nothing of it: the ring is a separate element over it, removed when the pointer leaves the line."""
+changes nothing of it: the ring is a separate element over it, placed again when the page scrolls and removed
+when the pointer leaves the line."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ export default function (component) {
     parentElement.appendChild(box);
   }
   box.innerHTML = data.html;  // built and escaped by the server: no text of the data is markup here
-  let ring = null;
+  let ring = null, hovered = null;
   const unmark = () => { if (ring) { ring.remove(); ring = null; } };
   const mark = (occurrence) => {
     unmark();
@@ -50,12 +51,13 @@ export default function (component) {
   };
   for (const row of box.querySelectorAll('tr[data-occurrence]')) {
     const occurrence = Number(row.dataset.occurrence);
-    row.addEventListener('mouseenter', () => mark(occurrence));
-    row.addEventListener('mouseleave', unmark);
-    row.addEventListener('click', () => { unmark(); setTriggerValue('chosen', occurrence); });
+    row.addEventListener('mouseenter', () => { hovered = occurrence; mark(occurrence); });
+    row.addEventListener('mouseleave', () => { hovered = null; unmark(); });
+    row.addEventListener('click', () => { hovered = null; unmark(); setTriggerValue('chosen', occurrence); });
   }
-  window.addEventListener('scroll', unmark, true);
-  return () => { unmark(); window.removeEventListener('scroll', unmark, true); };
+  const follow = () => { if (hovered !== null) mark(hovered); };  // the page scrolled under the pointer
+  window.addEventListener('scroll', follow, true);
+  return () => { unmark(); window.removeEventListener('scroll', follow, true); };
 }
 """
 

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from ..analysis.search import FIELDS, SearchError, search_matches
-from ..analysis.slices import ALL_NAME, slice_table
+from ..analysis.slices import ALL_NAME, slice_table, slices_html
 from . import session
 from .common import chart_region, context_key, word_input
 
@@ -89,9 +89,8 @@ def render_slices(
         st.caption("Draw a box or a lasso on the scatter (its toolbar) to make a slice, scored here beside the whole.")
         return
     table = slice_table({ALL_NAME: np.arange(len(senses)), **named}, senses, votes)
-    number = st.column_config.NumberColumn(format="%.2f")
-    columns = {column: number for column in ("share of all", "majority share", *votes)}
-    st.dataframe(table.dropna(axis="columns", how="all"), hide_index=True, key=f"{key}_slices", column_config=columns)
+    with st.container(key=f"{key}_slices"):
+        st.html(slices_html(table))
     if selection.slice and st.button("Clear the slice", key=f"{key}_clear_slice"):
         st.session_state[context_key(f"{key}_slice", *context)] = None
         st.rerun()

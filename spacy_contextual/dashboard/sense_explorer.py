@@ -54,6 +54,7 @@ from ..analysis.projector_export import projector_zip
 from ..analysis.purity import majority_share, silhouette, structure_strength
 from ..analysis.sampling import draw
 from ..analysis.sense_plots import (
+    FADE_ABOVE,
     point_frame,
     sense_scatter,
     silhouette_figure,
@@ -75,6 +76,7 @@ from .common import (
     encoder_picker,
     follow_click,
     layer_label,
+    occurrence_label,
     occurrence_layers,
     opened,
     progress_bar,
@@ -405,21 +407,26 @@ def render_scatter(records, occurrences, vectors, clustering, labels, view: View
         key=f"{KEY}_chart",
         width="stretch",
     )  # fmt: skip
-    st.caption("Click a point to make it the query; draw a box or a lasso (the chart's toolbar) to make a slice.")
+    st.caption(
+        "Click a point to make it the query; draw a box or a lasso (the chart's toolbar) to make a slice. Above "
+        f"{FADE_ABOVE:,} points the cloud fades while something is selected, so that the selection stands out."
+    )
 
 
 def render_neighbours(records, occurrences, vectors, query_key: str, query_name):
     st.markdown("**Nearest occurrences** (in the original space) · click a line or a point to choose, hover a "
                 "line to find its point")  # fmt: skip
-    columns = st.columns([3, 1.2, 1.2])
-    query = columns[0].selectbox(
+    query = st.selectbox(
         "Occurrence",
         list(range(len(occurrences))),
-        format_func=lambda i: f"#{i}: " + occurrences["sentence"].iloc[i][:100],
+        format_func=lambda i: occurrence_label(records, occurrences, i),
         key=query_key,
     )
-    k = columns[1].slider("Neighbours k", 1, 50, key=session.bind(f"{KEY}_neighbours", default=10))
-    metric = columns[2].radio("Distance", METRICS, key=session.bind(f"{KEY}_metric", default=METRICS[0]))
+    columns = st.columns([1.4, 1])
+    k = columns[0].slider("Neighbours k", 1, 50, key=session.bind(f"{KEY}_neighbours", default=10))
+    metric = columns[1].radio(
+        "Distance", METRICS, horizontal=True, key=session.bind(f"{KEY}_metric", default=METRICS[0])
+    )
     table = neighbour_table(records, occurrences, vectors, query, k, metric)
     query_sense = occurrences["sense"].iloc[query]
     precision = precision_at_k(table, query_sense)

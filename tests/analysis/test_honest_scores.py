@@ -82,4 +82,6 @@ def test_the_unattended_mark_shows_above_a_bar_of_height_zero():
 def test_markdown_in_user_text_is_shown_as_typed():
     assert escape_markdown("a **b** _c_") == r"a \*\*b\*\* \_c\_"
     assert escape_markdown(":red[x] $1 `y` <b>") == r"\:red\[x\] \$1 \`y\` \<b\>"
+    joiner = "\u2060"  # invisible: no autolink is made of a URL, a www. name or an address
+    assert escape_markdown("http://a.b www.c x@y") == f"http{joiner}\\:\\/\\/a\\.b www{joiner}\\.c x{joiner}\\@y"
     assert escape_markdown("plain words 123") == "plain words 123"

@@ -78,7 +78,7 @@ def fake_encoder(clock: list[float], tokens_per_second: float):
     return embed
 
 
-def test_chunks_last_about_a_second_at_the_measured_rate_and_a_long_sentence_is_alone(monkeypatch):
+def test_chunks_last_about_chunk_seconds_at_the_measured_rate_and_a_long_sentence_is_alone(monkeypatch):
     clock = [0.0]
     monkeypatch.setattr(occurrence_store.time, "perf_counter", lambda: clock[0])
     records = [{"tokens": ["w"] * 10} for _ in range(300)]
@@ -92,6 +92,11 @@ def test_chunks_last_about_a_second_at_the_measured_rate_and_a_long_sentence_is_
     long = next(i for i, n in enumerate(calls) if n == 1)
     assert all(n * 10 <= 200 * occurrence_store.CHUNK_SECONDS for i, n in enumerate(calls[1:], 1) if i != long)
     assert sum(calls) == 300  # every sentence once; the long one in a chunk of its own
+    fast = OccurrenceStore(counting(fake_encoder(clock, tokens_per_second=1e6))[0], records[:150])
+    fast.layers([(r, 0) for r in range(150)])
+    sizes = [tokens for tokens, _ in fast.timing.chunks]
+    assert all(b <= 2 * max(a, occurrence_store.MIN_CHUNK_TOKENS) for a, b in zip(sizes, sizes[1:], strict=False))
+    assert max(sizes) <= occurrence_store.MAX_CHUNK_TOKENS  # a fast encoder's chunks grow, twofold at most
 
 
 def test_work_stops_between_chunks_and_keeps_what_was_done(embedder, monkeypatch):

@@ -96,10 +96,10 @@ def test_a_type_level_layer_is_one_labelled_point_per_word_form():
 
 def label_boxes(x, y, labels, sizes, positions, width, height):
     """The label boxes as label_positions estimates them (pixels)."""
-    from spacy_contextual.analysis.sense_plots import LABEL_FONT_SIZE
+    from spacy_contextual.analysis.sense_plots import FORM_PAD, LABEL_FONT_SIZE
 
-    px = (x - x.min()) / (x.max() - x.min()) * width * 0.9
-    py = (y - y.min()) / (y.max() - y.min()) * height * 0.9
+    px = (x - x.min() + FORM_PAD * np.ptp(x)) / ((1 + 2 * FORM_PAD) * np.ptp(x)) * width
+    py = (y - y.min() + FORM_PAD * np.ptp(y)) / ((1 + 2 * FORM_PAD) * np.ptp(y)) * height
     char, line = 0.62 * LABEL_FONT_SIZE, 1.3 * LABEL_FONT_SIZE
     boxes = []
     for i, position in enumerate(positions):
@@ -236,7 +236,8 @@ def test_the_selection_is_drawn_above_a_cloud_of_any_size(points):
     assert marks[-1].marker.color not in {trace.marker.color for trace in cloud}
     faded = points > 300
     assert all(trace.marker.opacity == (0.25 if faded else 0.8) for trace in cloud)
-    assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
+    legend = fig.layout.legend  # hung from the figure's bottom: plotly's margin holds it and the axis title
+    assert legend.orientation == "h" and (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
     assert fig.layout.title.x == 0 and fig.layout.title.yanchor == "bottom" and fig.layout.margin.t >= 70
     plain = sense_scatter(frame, "sense")  # nothing selected: nothing faded
     assert all(trace.marker.opacity == 0.8 for trace in plain.data)
