@@ -6,13 +6,7 @@ other by several times; two sizes pin both.
 
 ``umap_cost(vectors)`` times UMAP (``projection.project``) on two samples of the vectors it will be
 asked to project, drawn across them, and fits the cost; ``CALIBRATION_SIZES`` are small enough to take a
-few seconds.
-
-``EmbeddingCost`` = a part per token plus a part per word form the encoder has not seen: ELMo runs its
-char-CNN once per word form and keeps the result, so the same text embeds several times faster the
-second time, and a rate measured on a first small sample alone overestimates a large embedding (by 5x
-with a small model). ``occurrence_store.OccurrenceStore.calibrate`` measures both parts by embedding one
-sample twice."""
+few seconds."""
 
 from __future__ import annotations
 
@@ -69,19 +63,3 @@ def umap_cost(vectors: np.ndarray, sizes: Sequence[int] = CALIBRATION_SIZES, see
         sizes = [max(3, n // 4), n]
     order = spread_order([None] * n, seed)
     return timed_cost(lambda size: project(vectors[np.sort(order[:size])], "umap"), sizes)
-
-
-@dataclass(frozen=True)
-class EmbeddingCost:
-    per_token: float  # seconds
-    per_new_word: float  # seconds, besides its tokens' part
-
-    @classmethod
-    def measured(cls, tokens: int, new_words: int, first: float, again: float) -> EmbeddingCost:
-        """From one sample of ``tokens`` tokens and ``new_words`` unseen word forms embedded in ``first``
-        seconds, then again (every word known) in ``again`` seconds."""
-        per_token = again / max(tokens, 1)
-        return cls(per_token, max(first - again, 0.0) / new_words if new_words else 0.0)
-
-    def seconds(self, tokens: int, new_words: int) -> float:
-        return self.per_token * tokens + self.per_new_word * new_words

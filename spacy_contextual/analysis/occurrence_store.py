@@ -10,14 +10,14 @@ token budget, ``FIRST_CHUNK_TOKENS`` until a rate is known, then between ``MIN_C
 the count from the start, and each call is where a page whose session ended stops the work (the
 dashboard's progress callback is a Streamlit yield point).
 
-Before a large embedding a page says how long it will take (``estimate_seconds``), from a cost measured
-on this machine, this encoder and this corpus by ``calibrate``: the first two chunks of the missing
-sentences, drawn across the file (the second as large as the embedding's chunks will be: a batch of 40
-sentences runs at half the rate per token of one of 600), embedded and kept, and the second embedded twice
-more. An encoder that runs its char-CNN once per word form (ELMo's cache) takes much longer over words it
-has not seen: the first run of that chunk pays for its tokens and its new words, the second for its tokens
-alone (``estimates.EmbeddingCost``), and the estimate counts both in what is missing (the words no sentence
-of this store has had)."""
+Before a large embedding a page says how long it will take (``estimate_seconds`` = tokens missing x
+seconds a token), from a cost measured on this machine, this encoder and this corpus by ``calibrate``: the
+first chunks of the missing sentences, drawn across the file, embedded (and kept); the first warms the
+encoder up and sets the chunk size, the next two, of the size the embedding's chunks will have (a batch of
+40 sentences runs at half the rate per token of one of 600), are timed, and the faster counts (on a machine
+others share, a burst of their work slows one of them). (It errs on the slow side for an
+encoder whose char-CNN cache makes later sentences cheaper: several times for a very small model, whose
+char-CNN is most of its work; little for the published ones, whose LSTMs are.)"""
 
 from __future__ import annotations
 
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .estimates import EmbeddingCost
 from .sampling import spread_order
 from .vectors import Embed
 
 CHUNK_SECONDS = 2.0  # a chunk of about this much work between two progress calls (larger batches run faster)
 FIRST_CHUNK_TOKENS = 512  # the first chunk, before a rate is measured
 MIN_CHUNK_TOKENS = 256  # smaller batches waste more than they save
+CALIBRATION_CHUNKS = 2  # timed chunks of the embedding's size, the faster counts
 MAX_CHUNK_TOKENS = 8192  # every layer of every token of a chunk is in memory at once (100 MB at 3 x 1024 wide)
 RECENT_CHUNKS = 3  # the rate is that of the last few chunks (it grows as a char-CNN cache fills)
 Progress = Callable[[int, int], None]
@@ -42,9 +42,11 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class Timing:
-    """Tokens embedded and the seconds they took, chunk by chunk."""
+    """Tokens embedded and the seconds they took, chunk by chunk, on ``clock`` (wall time by default; a test
+    on a machine that others share may time the process's CPU instead)."""
 
     chunks: list[tuple[int, float]] = field(default_factory=list)  # (tokens, seconds) of each chunk
+    clock: Callable[[], float] = time.perf_counter
 
     def add(self, tokens: int, seconds: float) -> None:
         self.chunks.append((tokens, seconds))
@@ -56,36 +58,45 @@ class Timing:
         tokens, seconds = sum(t for t, _ in recent), sum(s for _, s in recent)
         return tokens / seconds if tokens and seconds > 0 else None
 
-    def chunk_tokens(self) -> int:
-        """The token budget of the next chunk: about ``CHUNK_SECONDS`` of work at the measured rate, at most
-        twice the last chunk (a rate measured on a small chunk can be far from a large one's) and
-        ``MAX_CHUNK_TOKENS``."""
+    def steady_tokens(self) -> int:
+        """About ``CHUNK_SECONDS`` of work at the measured rate, within ``MIN_CHUNK_TOKENS`` and
+        ``MAX_CHUNK_TOKENS``: the size chunks grow to."""
         rate = self.rate
-        if rate is None:
+        wanted = FIRST_CHUNK_TOKENS if rate is None else int(rate * CHUNK_SECONDS)
+        return min(max(MIN_CHUNK_TOKENS, wanted), MAX_CHUNK_TOKENS)
+
+    def chunk_tokens(self) -> int:
+        """The token budget of the next chunk: ``steady_tokens``, at most twice the last chunk (a rate
+        measured on a small chunk can be far from a large one's); ``FIRST_CHUNK_TOKENS`` at first."""
+        if not self.chunks:
             return FIRST_CHUNK_TOKENS
-        wanted = max(MIN_CHUNK_TOKENS, int(rate * CHUNK_SECONDS))
-        return min(wanted, 2 * max(self.chunks[-1][0], MIN_CHUNK_TOKENS), MAX_CHUNK_TOKENS)
+        return min(self.steady_tokens(), 2 * max(self.chunks[-1][0], MIN_CHUNK_TOKENS))
 
 
 def embed_in_chunks(
-    embed: Embed, sentences: Sequence[Sequence[str]], timing: Timing, progress: Progress | None = None
+    embed: Embed,
+    sentences: Sequence[Sequence[str]],
+    timing: Timing,
+    progress: Progress | None = None,
+    chunk_tokens: int | None = None,
 ) -> Iterator[tuple[list[int], list[np.ndarray]]]:
-    """(indices into ``sentences``, their arrays) a chunk at a time, timed into ``timing``, with
-    ``progress(done_tokens, total_tokens)`` before the first chunk and after each."""
+    """(indices into ``sentences``, their arrays) a chunk at a time (``chunk_tokens`` each, or as ``timing``
+    says), timed into ``timing``, with ``progress(done_tokens, total_tokens)`` before the first chunk and after
+    each."""
     lengths = [len(sentence) for sentence in sentences]
     total, done, start = sum(lengths), 0, 0
     if progress is not None:
         progress(0, total)
     while start < len(sentences):
-        budget, end = timing.chunk_tokens(), start + 1
+        budget, end = chunk_tokens or timing.chunk_tokens(), start + 1
         tokens = lengths[start]
         while end < len(sentences) and tokens + lengths[end] <= budget:
             tokens += lengths[end]
             end += 1
         chunk = list(range(start, end))
-        started = time.perf_counter()
+        started = timing.clock()
         arrays = embed([list(sentences[i]) for i in chunk])
-        timing.add(tokens, time.perf_counter() - started)
+        timing.add(tokens, timing.clock() - started)
         done, start = done + tokens, end
         yield chunk, arrays
         if progress is not None:
@@ -98,36 +109,33 @@ class OccurrenceStore:
         self.vectors: dict[tuple[int, int], np.ndarray] = {}
         self.lock = threading.Lock()  # Streamlit runs sessions in threads; one embedding at a time
         self.timing = Timing()
-        self.words: set[str] = set()  # the word forms of the sentences embedded so far
-        self.cost: EmbeddingCost | None = None  # measured by ``calibrate``
+        self.cost: float | None = None  # seconds a token, measured by ``calibrate``
 
     @property
     def rate(self) -> float | None:
         """Tokens per second lately; None before anything was embedded."""
         return self.timing.rate
 
-    def calibrate(self, pairs: Sequence[tuple[int, int]], seed: int = 0) -> EmbeddingCost | None:
-        """Measure ``cost`` (see the module docstring) on the sentences ``pairs`` still need, drawn across the
-        file: a first chunk (which also warms the encoder up and gives a rate), then a chunk of the size the
-        embedding will use, timed, and that chunk again (twice); None when nothing is missing."""
+    def calibrate(self, pairs: Sequence[tuple[int, int]], seed: int = 0) -> float | None:
+        """Measure ``cost`` (seconds a token, see the module docstring) on the sentences ``pairs`` still need,
+        drawn across the file: a first chunk (which warms the encoder up and sets the chunk size), then two
+        chunks of the size the embedding will use, timed: the faster of the two counts (a burst of other work
+        on the machine slows one). None when nothing is missing."""
         missing = self.missing_sentences(pairs)
         order = [missing[i] for i in spread_order([None] * len(missing), seed)]
         first = self._take(order, FIRST_CHUNK_TOKENS)
         self.layers([(r, p) for r, p in pairs if int(r) in first])
-        second = self._take(order[len(first) :], self.timing.chunk_tokens())
-        if not second:
-            return self.cost
-        sentences = [list(self.records[r]["tokens"]) for r in sorted(second)]
-        tokens, new_words = sum(map(len, sentences)), len({w for s in sentences for w in s} - self.words)
-        started = time.perf_counter()
-        self.layers([(r, p) for r, p in pairs if int(r) in second])
-        once = time.perf_counter() - started
-        again = []
-        for _ in range(2):  # every word known to the encoder now; the faster run (a busy machine slows one)
-            started = time.perf_counter()
-            self.embed(sentences)
-            again.append(time.perf_counter() - started)
-        self.cost = EmbeddingCost.measured(tokens, new_words, once, min(again))
+        order, costs = order[len(first) :], []
+        for _ in range(CALIBRATION_CHUNKS):
+            chunk = self._take(order, self.timing.steady_tokens())
+            if not chunk:
+                break
+            order = order[len(chunk) :]
+            tokens = sum(len(self.records[r]["tokens"]) for r in chunk)
+            started = self.timing.clock()
+            self.layers([(r, p) for r, p in pairs if int(r) in chunk], chunk_tokens=tokens)
+            costs.append((self.timing.clock() - started) / tokens)
+        self.cost = min(costs) if costs else self.cost
         return self.cost
 
     def _take(self, order: Sequence[int], budget: int) -> set[int]:
@@ -143,13 +151,7 @@ class OccurrenceStore:
 
     def estimate_seconds(self, pairs: Sequence[tuple[int, int]]) -> float | None:
         """How long embedding what ``pairs`` still need takes at the measured ``cost``."""
-        if self.cost is None:
-            return None
-        return self.cost.seconds(self.missing_tokens(pairs), len(self.missing_words(pairs)))
-
-    def missing_words(self, pairs: Sequence[tuple[int, int]]) -> set[str]:
-        """The word forms of the sentences ``pairs`` still need that no embedded sentence had."""
-        return {word for r in self.missing_sentences(pairs) for word in self.records[r]["tokens"]} - self.words
+        return None if self.cost is None else self.cost * self.missing_tokens(pairs)
 
     def missing_sentences(self, pairs: Sequence[tuple[int, int]]) -> list[int]:
         """The records that must still be embedded for ``pairs``, in corpus order."""
@@ -158,8 +160,11 @@ class OccurrenceStore:
     def missing_tokens(self, pairs: Sequence[tuple[int, int]]) -> int:
         return sum(len(self.records[r]["tokens"]) for r in self.missing_sentences(pairs))
 
-    def layers(self, pairs: Sequence[tuple[int, int]], progress: Progress | None = None) -> np.ndarray:
-        """(len(pairs), n_layers, dim) float32, embedding only what is missing (``progress`` as the module says)."""
+    def layers(
+        self, pairs: Sequence[tuple[int, int]], progress: Progress | None = None, chunk_tokens: int | None = None
+    ) -> np.ndarray:
+        """(len(pairs), n_layers, dim) float32, embedding only what is missing (``progress`` as the module says;
+        ``chunk_tokens``: one budget for every chunk instead of the measured one)."""
         pairs = [(int(r), int(p)) for r, p in pairs]
         with self.lock:
             todo = self.missing_sentences(pairs)
@@ -167,8 +172,8 @@ class OccurrenceStore:
             for record, position in pairs:
                 wanted.setdefault(record, []).append(position)
             sentences = [self.records[r]["tokens"] for r in todo]
-            for chunk, arrays in embed_in_chunks(self.embed, sentences, self.timing, progress if todo else None):
-                self.words.update(word for index in chunk for word in sentences[index])
+            chunks = embed_in_chunks(self.embed, sentences, self.timing, progress if todo else None, chunk_tokens)
+            for chunk, arrays in chunks:
                 for index, array in zip(chunk, arrays, strict=True):
                     for position in wanted[todo[index]]:
                         self.vectors[todo[index], position] = np.asarray(array[:, position], dtype=np.float32)

@@ -78,13 +78,13 @@ def fake_encoder(clock: list[float], tokens_per_second: float):
     return embed
 
 
-def test_chunks_last_about_chunk_seconds_at_the_measured_rate_and_a_long_sentence_is_alone(monkeypatch):
+def test_chunks_last_about_chunk_seconds_at_the_measured_rate_and_a_long_sentence_is_alone():
     clock = [0.0]
-    monkeypatch.setattr(occurrence_store.time, "perf_counter", lambda: clock[0])
     records = [{"tokens": ["w"] * 10} for _ in range(300)]
     records[150] = {"tokens": ["w"] * 5000}  # a long record
     embed, calls = counting(fake_encoder(clock, tokens_per_second=200.0))
     store = OccurrenceStore(embed, records)
+    store.timing.clock = lambda: clock[0]
     store.layers([(r, 0) for r in range(len(records))])
     sizes = [10 * n for n in calls]
     assert sizes[0] == occurrence_store.FIRST_CHUNK_TOKENS - 2  # 51 sentences of 10 tokens: no rate yet
@@ -93,6 +93,7 @@ def test_chunks_last_about_chunk_seconds_at_the_measured_rate_and_a_long_sentenc
     assert all(n * 10 <= 200 * occurrence_store.CHUNK_SECONDS for i, n in enumerate(calls[1:], 1) if i != long)
     assert sum(calls) == 300  # every sentence once; the long one in a chunk of its own
     fast = OccurrenceStore(counting(fake_encoder(clock, tokens_per_second=1e6))[0], records[:150])
+    fast.timing.clock = lambda: clock[0]
     fast.layers([(r, 0) for r in range(150)])
     sizes = [tokens for tokens, _ in fast.timing.chunks]
     assert all(b <= 2 * max(a, occurrence_store.MIN_CHUNK_TOKENS) for a, b in zip(sizes, sizes[1:], strict=False))
@@ -121,30 +122,21 @@ def test_work_stops_between_chunks_and_keeps_what_was_done(embedder, monkeypatch
     assert sum(calls) == 20 and calls[0] == done  # the rest, not what was done
 
 
-def test_the_store_measures_its_cost_and_estimates_what_is_missing(monkeypatch):
+def test_the_store_measures_its_cost_and_estimates_what_is_missing():
     clock = [0.0]
-    monkeypatch.setattr(occurrence_store.time, "perf_counter", lambda: clock[0])
-    records = [{"tokens": [f"w{i}", "the"] * (3 + i % 10)} for i in range(2000)]
-    seen: set[str] = set()
-
-    def embed(sentences):  # 2 ms a token, and 10 ms more for a word form it has not seen
-        words = {w for s in sentences for w in s}
-        clock[0] += 0.002 * sum(map(len, sentences)) + 0.01 * len(words - seen)
-        seen.update(words)
-        return [np.zeros((2, len(tokens), 3), dtype=np.float32) for tokens in sentences]
-
-    embed, calls = counting(embed)
+    records = [{"tokens": ["w"] * (5 + i % 20)} for i in range(4000)]
+    embed, calls = counting(fake_encoder(clock, tokens_per_second=250.0))
     store = OccurrenceStore(embed, records)
+    store.timing.clock = lambda: clock[0]
     pairs = [(r, 0) for r in range(len(records))]
     assert store.cost is None and store.estimate_seconds(pairs) is None
-    cost = store.calibrate(pairs)  # two chunks drawn across the file, the second run twice more
-    assert cost.per_token == pytest.approx(0.002) and cost.per_new_word == pytest.approx(0.01)
+    assert store.calibrate(pairs) == pytest.approx(1 / 250)  # seconds a token
     embedded = sorted(set(range(len(records))) - set(store.missing_sentences(pairs)))
-    assert embedded[0] < 200 and embedded[-1] > 1800  # across the file, not its first sentences
-    assert len(calls) == 4 and sum(calls[:2]) == len(embedded)  # two chunks kept, the second timed twice again
-    expected = 0.002 * store.missing_tokens(pairs) + 0.01 * len(store.missing_words(pairs))
-    assert store.estimate_seconds(pairs) == pytest.approx(expected)
+    assert embedded[0] < 200 and embedded[-1] > 3800  # drawn across the file, not its first sentences
+    assert len(calls) == 3  # a first chunk, then two of the embedding's size, timed
+    estimate = store.estimate_seconds(pairs)
+    assert estimate == pytest.approx(store.missing_tokens(pairs) / 250)
     started = clock[0]
     store.layers(pairs)
-    assert clock[0] - started == pytest.approx(expected)  # what the estimate said
+    assert clock[0] - started == pytest.approx(estimate)  # what the estimate said
     assert store.estimate_seconds(pairs) == 0
