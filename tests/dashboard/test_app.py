@@ -579,3 +579,52 @@ def test_the_probe_has_a_button_to_open_the_sense_explorer(models, monkeypatch):
     assert at.title[0].value == "Sense explorer"
     assert at.text_input(key="sense_word").value == "spring" and keyed(at.selectbox, "sense_layer").value == 1
     assert "The Layer probe's sample" in messages(at)
+
+
+def test_a_link_opens_the_explorer_in_the_state_it_names_and_the_url_follows_the_page(models):
+    """The URL's corpus, word, layer, occurrence and search give a new session that view; the page then keeps
+    the URL in step with what is chosen."""
+    from spacy_contextual.analysis.occurrences import read_sense_jsonl
+
+    records = read_sense_jsonl(SENSES / "serve.jsonl.gz")
+    occurrences = find_occurrences_of(records, "serve")
+    chosen = 17
+    pair = f"{occurrences['record'].iloc[chosen]}:{occurrences['position'].iloc[chosen]}"
+    at = AppTest.from_file(str(APP / "pages/1_Sense_explorer.py"), default_timeout=TIMEOUT)
+    at.query_params.update(corpus="serve.jsonl.gz", word="serve", layer="1", occurrence=pair, search="SERVE10",
+                           by="sense", n="400")  # fmt: skip
+    ok(at.run())
+    assert (
+        at.radio(key="sense_source").value == "Sense-labelled JSONL"
+        and at.text_input(key="sense_word").value == "serve"
+    )
+    assert keyed(at.selectbox, "sense_layer").value == 1 and at.number_input(key="sense_max").value == 400
+    assert keyed(at.selectbox, "sense_query").value == chosen
+    assert at.text_input(key="sense_search").value == "SERVE10" and at.selectbox(key="sense_search_by").value == "sense"
+    names = trace_names(at, "sense_chart")
+    assert f"selected #{chosen}" in names and any(n.endswith("search matches") for n in names)
+    assert at.query_params["word"] == "serve" and at.query_params["layer"] == "1"
+    assert at.query_params["occurrence"] == pair and at.query_params["corpus"] == "serve.jsonl.gz"
+    ok(keyed(at.selectbox, "sense_layer").set_value(2).run())
+    assert at.query_params["layer"] == "2"  # the URL follows the page
+
+
+def find_occurrences_of(records, word):
+    from spacy_contextual.analysis.occurrences import find_occurrences
+    from spacy_contextual.analysis.sampling import draw
+
+    occurrences = find_occurrences(records, word)
+    return occurrences.iloc[draw(occurrences["sense"].tolist(), 400).indices].reset_index(drop=True)
+
+
+def test_layer_weights_keeps_its_pipelines_across_pages(models, monkeypatch, tmp_path):
+    from spacy_contextual.dashboard import common
+
+    monkeypatch.setattr(common, "PAGES", {})
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/2_Layer_weights.py").run())
+    ok(at.text_area(key="weights_paths").set_value(str(tmp_path / "no_pipeline")).run())
+    assert at.query_params["pipelines"] == str(tmp_path / "no_pipeline")
+    ok(at.switch_page("Home.py").run())
+    ok(at.switch_page("pages/2_Layer_weights.py").run())
+    assert at.text_area(key="weights_paths").value == str(tmp_path / "no_pipeline")  # the session's, not the default
