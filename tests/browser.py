@@ -202,6 +202,31 @@ class Page:
         field.send_keys(Keys.CONTROL, Keys.ENTER) if area else field.send_keys(Keys.ENTER)
         self.settle()
 
+    def lasso(self, chart_key: str, polygon: list[tuple[float, float]]) -> tuple[list, list[int]]:
+        """The lasso tool of chart ``chart_key``, then a drag through ``polygon`` (window pixels) and back to its
+        start; returns what plotly took (its ``plotly_selected`` event): the lasso in the chart's units and the
+        occurrences (``customdata[0]``) it holds."""
+        from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+        self.element(f".st-key-{chart_key} .modebar-btn[data-title='Lasso Select']").click()
+        self.driver.execute_script(
+            "window.lassoed = null; document.querySelector(arguments[0]).on('plotly_selected', event => {"
+            "  window.lassoed = event && [event.lassoPoints, event.points.filter(p => p.customdata)"
+            "    .map(p => +p.customdata[0])]; });",
+            f".st-key-{chart_key} .js-plotly-plot",
+        )
+        actions = ActionBuilder(self.driver)
+        mouse = actions.pointer_action
+        mouse.move_to_location(round(polygon[0][0]), round(polygon[0][1])).pointer_down()
+        for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1], strict=True):
+            for step in range(1, 6):  # plotly's lasso is the path of the pointer's moves
+                mouse.move_to_location(round(x1 + (x2 - x1) * step / 5), round(y1 + (y2 - y1) * step / 5))
+        mouse.pointer_up()
+        actions.perform()
+        lasso, points = self._wait(lambda d: d.execute_script("return window.lassoed"), message="plotly saw no lasso")
+        self.settle()
+        return list(zip(lasso["x"], lasso["y"], strict=True)), sorted(set(points))
+
     def press(self, label: str) -> None:
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support import expected_conditions as EC
@@ -209,15 +234,21 @@ class Page:
         self._wait(EC.element_to_be_clickable((By.XPATH, f"//button[contains(., '{label}')]"))).click()
         self.settle()
 
-    def full_screenshot(self, out: Path, max_height: int = 5000) -> None:
-        """The whole main area: the window is stretched to the page's height first."""
+    def full_screenshot(self, out: Path, max_height: int = 5000, then=None, bottom: str | None = None) -> None:
+        """The main area: the window is stretched to the page's height first (to the bottom of the element
+        ``bottom`` when given, a CSS selector); ``then()`` runs after the stretch, before the picture."""
         height = self.driver.execute_script(
             "const main = document.querySelector('[data-testid=\"stMain\"]');"
-            "return Math.max(main ? main.scrollHeight : 0, document.body.scrollHeight);"
+            "const end = arguments[0] && document.querySelector(arguments[0]);"
+            "if (end) return end.getBoundingClientRect().bottom + window.scrollY + 20;"
+            "return Math.max(main ? main.scrollHeight : 0, document.body.scrollHeight);",
+            bottom,
         )
         self.driver.set_window_size(self.driver.get_window_size()["width"], min(max(int(height) + 40, 800), max_height))
         time.sleep(0.5)  # plotly redraws on resize
         self.settle(0.5)
+        if then is not None:
+            then()
         self.driver.save_screenshot(str(out))
 
 

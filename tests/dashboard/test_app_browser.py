@@ -403,31 +403,6 @@ def inside(polygon: list[tuple[float, float]], x: float, y: float) -> bool:
     return result
 
 
-def draw_lasso(page: Page, polygon: list[tuple[float, float]]) -> tuple[list, list[int]]:
-    """The lasso tool, then a drag through ``polygon`` (window pixels) and back to its start; returns what
-    plotly took (its ``plotly_selected`` event): the lasso in the chart's units and the occurrences it holds."""
-    from selenium.webdriver.common.actions.action_builder import ActionBuilder
-
-    page.element(".st-key-sense_chart .modebar-btn[data-title='Lasso Select']").click()
-    page.driver.execute_script(
-        "window.lassoed = null; document.querySelector(arguments[0]).on('plotly_selected', event => {"
-        "  window.lassoed = event && [event.lassoPoints, event.points.filter(p => p.customdata)"
-        "    .map(p => +p.customdata[0])]; });",
-        CONTEXTUAL_CHART,
-    )
-    actions = ActionBuilder(page.driver)
-    mouse = actions.pointer_action
-    mouse.move_to_location(round(polygon[0][0]), round(polygon[0][1])).pointer_down()
-    for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1], strict=True):
-        for step in range(1, 6):  # plotly's lasso is the path of the pointer's moves
-            mouse.move_to_location(round(x1 + (x2 - x1) * step / 5), round(y1 + (y2 - y1) * step / 5))
-    mouse.pointer_up()
-    actions.perform()
-    lasso, points = page._wait(lambda d: d.execute_script("return window.lassoed"), message="plotly saw no lasso")
-    page.settle()
-    return list(zip(lasso["x"], lasso["y"], strict=True)), sorted(set(points))
-
-
 def slice_row(page: Page, name: str) -> dict[str, str]:
     """The row ``name`` of the slice table, as {column: text}."""
     table = page.element(".st-key-sense_slices table.slices")
@@ -521,7 +496,7 @@ def test_search_isolate_neighbours_lasso_and_a_shared_url(app_page, large_corpus
         low_x, high_x = xs[len(xs) // 5], xs[len(xs) // 2]
         low_y, high_y = ys[len(ys) // 4], ys[3 * len(ys) // 4]
         polygon = [(low_x, low_y), (high_x, low_y + 10), (high_x - 5, high_y), (low_x + 8, high_y - 6)]
-        lasso, members = draw_lasso(page, polygon)  # the occurrences plotly selected
+        lasso, members = page.lasso("sense_chart", polygon)  # the occurrences plotly selected
         drawn = {p[0] for p in points if inside(lasso, p[4], p[5])}  # and those inside its lasso, by hand
         assert len(drawn.symmetric_difference(members)) <= len(members) // 100  # at most points on its edge
         row = page._wait(lambda d: page._css(".st-key-sense_slices table") and slice_row(page, "slice (box or lasso)"))
@@ -567,9 +542,12 @@ PAGES = {  # url path: what must be drawn before the page is looked at
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("width", [1280, 800])
 def test_every_page_fits_the_window(app_page, width):
-    """Nothing runs out of the window, no label, option, select box or table is cut, charts keep their
-    titles clear of the toolbar and their legends below, at 1280 and at 800 px."""
+    """Nothing runs out of the window; no label, option, select box (the file picker shows its file's name) or
+    table is cut, and no table cell breaks a word or a number; charts keep their titles clear of the toolbar,
+    their legends below and no label over another, at 1280 and at 800 px, and again after the window is
+    resized to the other width; the attention's line view is as tall as its words and shows both languages."""
     page = app_page
+    other = 800 if width == 1280 else 1280
     page.driver.set_window_size(width, 1000)
     try:
         found = {}
@@ -579,7 +557,26 @@ def test_every_page_fits_the_window(app_page, width):
                 page.press("Run the probe")
             page.wait_for(drawn)
             found[path or "Home"] = layout_problems(page.driver)
-        assert found == {path or "Home": [] for path in PAGES}
+            page.driver.set_window_size(other, 1000)
+            time.sleep(1)  # plotly redraws on resize
+            page.settle()
+            found[f"{path or 'Home'} resized"] = layout_problems(page.driver)
+            page.driver.set_window_size(width, 1000)
+        page.open("CoVe_attention")
+        page.choose_radio("attention_view", "Lines")
+        page.wait_for("iframe")
+        found["CoVe_attention lines"] = layout_problems(page.driver)
+        lines = page.driver.execute_script(
+            "const doc = document.querySelector('iframe').contentDocument;"
+            "return [...doc.querySelectorAll('text.tok')].map(t => [t.dataset.side, t.getBoundingClientRect().right,"
+            " document.querySelector('iframe').getBoundingClientRect().width]);"
+        )
+        assert {side for side, _, _ in lines} == {"s", "t"} and all(right <= frame for _, right, frame in lines)
+        page.open("Sense_explorer")
+        page.choose_radio("sense_source", "Sense-labelled JSONL")
+        assert shown_value(page, ".st-key-sense_jsonl_file") == "hard.jsonl.gz"  # the name, not its folder
+        found["Sense_explorer file picker"] = [p for p in layout_problems(page.driver) if "select box" in p]
+        assert found == {name: [] for name in found}
     finally:
         page.driver.set_window_size(1280, 1000)
 
