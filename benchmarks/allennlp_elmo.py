@@ -7,7 +7,7 @@ boundaries removed, one float32 dataset (3, n, 2P) per line keyed by its index, 
 ``sentence_to_index``. It imports only ``allennlp`` (and torch, numpy, h5py), so it runs in a venv that
 holds AllenNLP and nothing of this project:
 
-    /work/venvs/allennlp/bin/python benchmarks/allennlp_elmo.py OPTIONS.json WEIGHTS.hdf5 INPUT.txt OUT.hdf5
+    /work/venvs/allennlp/bin/python -m benchmarks.allennlp_elmo OPTIONS.json WEIGHTS.hdf5 INPUT.txt OUT.hdf5
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Two corpora:
 * ``--corpus large``: the Sense explorer on the first N occurrences of WORD (default "like", 5,000) in
   ../shared/data/lm_corpus/{train,valid,test}.txt.gz, written as an unlabelled JSONL.
 
-    [OMP_NUM_THREADS=1] python benchmarks/app_speed.py [--corpus demo|large] [--elmo-model DIR]
+    [OMP_NUM_THREADS=1] python -m benchmarks.app_speed [--corpus demo|large] [--elmo-model DIR]
         [--cove-model DIR] [--occurrences 5000] [--output benchmarks/history/dashboard.md]
 """
 
@@ -32,7 +32,8 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # one thread each, as on the shared 2-CPU machine
 
 import torch  # noqa: E402
-from record import record_entry  # noqa: E402
+
+from .record import record_entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LM_CORPUS = ROOT.parent / "shared" / "data" / "lm_corpus"
@@ -251,7 +252,7 @@ def main() -> None:
             large_timings(timer, corpus)
     if args.output:
         heading = f"## {time.strftime('%Y-%m-%d')}: {what} ({machine})"
-        command = f"`python benchmarks/app_speed.py {' '.join(sys.argv[1:])}`"
+        command = f"`python -m benchmarks.app_speed {' '.join(sys.argv[1:])}`"
         table = ["| interaction | seconds |", "|---|---|"]
         table += [f"| {label.strip()} | {seconds:.2f} |" for label, seconds in timer.rows]
         record_entry(args.output, "\n".join([heading, "", command, "", *table]))

@@ -8,7 +8,7 @@ a hit when they are the same, "neighbour" when it is the token just before or af
 article or the adjective), else a miss. Also reported: the mean of each row's largest weight (how
 peaked attention is).
 
-    [OMP_NUM_THREADS=1] python benchmarks/attention_alignment.py [--model DIR] [--limit N]
+    [OMP_NUM_THREADS=1] python -m benchmarks.attention_alignment [--model DIR] [--limit N]
         [--output benchmarks/history/cove.md]
 """
 
@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from record import publish
 
-from spacy_contextual.analysis.models import load_model
-from spacy_contextual.models.text import UNK, tokenize
+from spacy_contextual.analysis.model_loading import load_model
+from spacy_contextual.mt_text import UNK, tokenize
+
+from .record import publish
 
 MULTI30K = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 ENDINGS = "(?:e|en|er|es|em|n|s)?"
@@ -84,7 +85,7 @@ def main() -> None:
     peak = result["mean_row_peak"]  # of each row's largest weight
     entry = f"""## {datetime.date.today()}: attention of the most-attended source word (model {args.model})
 
-{platform.machine()}, {platform.processor() or "cpu"}; `python benchmarks/attention_alignment.py --model {args.model}`;
+{platform.machine()}, {platform.processor() or "cpu"}; `python -m benchmarks.attention_alignment --model {args.model}`;
 {len(captions):,} Multi30k validation captions translated greedily in {seconds:.1f} s; {len(LEXICON)} English words.
 
 | German words from the list | most-attended = the English word | the word next to it | elsewhere | mean max α |

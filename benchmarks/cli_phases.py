@@ -19,7 +19,7 @@ lines of lm_corpus valid. ``--before TREE`` runs the same command from another s
 (``PYTHONPATH=TREE``), alternating with this one, ``--rounds`` times; each is reported by its fastest
 round, with the load average before each.
 
-    python benchmarks/cli_phases.py --sizes small original --precisions fp32 bf16 --lines 300 [--before TREE]
+    python -m benchmarks.cli_phases --sizes small original --precisions fp32 bf16 --lines 300 [--before TREE]
         [--format dir] [--rounds 2] [--threads 2] [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -35,8 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, Timer, manylangs_model, model_files
-from record import publish
+from .common import ROOT, Timer, manylangs_model, model_files
+from .processes import run_python
+from .record import publish
 
 PHASES = ("start-up", "imports", "load", "embed", "write", "other")
 
@@ -46,7 +47,7 @@ def child(report: Path, command: list[str]) -> None:
     start = time.perf_counter()
     from spacy_contextual.cli import app
     from spacy_contextual.corpus.parts import PartsFolder
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
     from spacy_contextual.embedders.embedder import Embedder
 
     imported = time.perf_counter()
@@ -81,10 +82,9 @@ def run(command: list[str], env: dict[str, str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "phases.json"
         begin = time.perf_counter()
-        subprocess.run(
-            [sys.executable, __file__, "--child", str(report), *command],
+        run_python(
+            ["-m", __spec__.name, "--child", str(report), *command],
             env=env,
-            cwd=scratch,
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -151,7 +151,7 @@ def main() -> None:
                 )
     table = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: whole `spacy-contextual elmo --all` run, phase by phase\n",
-        f"`python benchmarks/cli_phases.py {' '.join(sys.argv[1:])}`: the first {args.lines} lines of lm_corpus "
+        f"`python -m benchmarks.cli_phases {' '.join(sys.argv[1:])}`: the first {args.lines} lines of lm_corpus "
         f"valid, random weights ({args.format}), {args.threads} threads; best of {args.rounds} alternating "
         "round(s), seconds.\n",
         "| size | precision | tree | start-up | imports | load | embed | write | other | total | tokens/s "

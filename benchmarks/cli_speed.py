@@ -14,11 +14,17 @@ fastest round; the load average before each round is printed, since other jobs s
 ``--precision bf16`` runs our command with ``--precision bf16`` (AllenNLP stays float32): on a CPU with
 AMX or AVX-512 BF16 (``spacy-contextual info`` says) that is the fast path; elsewhere it is emulated.
 
+``--cell-off`` also runs our command with the fused LSTM cell switched off (``SPACY_CONTEXTUAL_FUSED_CELL=0``),
+so that one run shows whether the cell helps on this CPU. ``--isa avx2`` runs every command as an AVX2-only
+CPU would (``ATEN_CPU_CAPABILITY``, ``MKL_ENABLE_INSTRUCTIONS``, ``ONEDNN_MAX_CPU_ISA``; AllenNLP's torch
+honours them too), and the machine line says so.
+
 ``--before TREE`` also runs our CLI from another source tree (``PYTHONPATH=TREE``), e.g. the base
 commit unpacked with ``git archive BASE | tar -x -C TREE``, to measure before and after in one run.
 
-    python benchmarks/cli_speed.py --allennlp-python /work/venvs/allennlp/bin/python [--before /tmp/base]
-        [--sizes small original] [--rounds 2] [--threads 2] [--output benchmarks/history/elmo_inference.md]
+    python -m benchmarks.cli_speed --allennlp-python /work/venvs/allennlp/bin/python [--before /tmp/base]
+        [--cell-off] [--isa avx2] [--sizes small original] [--rounds 2] [--threads 2]
+        [--output benchmarks/history/elmo_inference.md]
 """
 
 from __future__ import annotations
@@ -31,12 +37,17 @@ import time
 from pathlib import Path
 
 import h5py
-from common import LM_CORPUS, ROOT, model_files
-from processes import measure
-from record import publish
+
+from .common import LM_CORPUS, ROOT, model_files
+from .processes import measure
+from .record import publish
 
 HERE = Path(__file__).resolve().parent
 LINES = {"small": 1000, "original": 300}
+ISAS = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+}
 
 
 def run(command: list[str], env: dict[str, str]) -> dict:
@@ -55,6 +66,9 @@ def commands(paths: dict[str, Path], out: Path, args: argparse.Namespace) -> dic
         model += ["--precision", args.precision]
     here = {**env, "PYTHONPATH": str(ROOT)}
     result = {"this tree": ([*ours, str(out / "ours.hdf5"), *model], here, out / "ours.hdf5")}
+    if args.cell_off:
+        off = {**here, "SPACY_CONTEXTUAL_FUSED_CELL": "0"}
+        result["this tree, cell off"] = ([*ours, str(out / "off.hdf5"), *model], off, out / "off.hdf5")
     if args.before:
         before_env = {**env, "PYTHONPATH": str(args.before)}
         result["before"] = ([*ours, str(out / "before.hdf5"), *model], before_env, out / "before.hdf5")
@@ -75,13 +89,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, help="OMP/MKL threads for every process (default: torch's)")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="our command's --precision")
+    parser.add_argument("--cell-off", action="store_true", help="also run ours with the fused LSTM cell off")
+    parser.add_argument("--isa", choices=sorted(ISAS), default="native", help="run every command as this CPU")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/cli_speed"))
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
+    os.environ.update(ISAS[args.isa])  # every command inherits it, and the machine line names it
 
     table = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: whole-process `spacy-contextual elmo --all` against AllenNLP 2.10.1\n",
-        f"`python benchmarks/cli_speed.py {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}, "
+        f"`python -m benchmarks.cli_speed {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}, "
         f"{platform.machine()}, {os.cpu_count()} cores, threads: {args.threads or 'default'})\n",
         "| size | lines | command | seconds (best) | tokens/s | all rounds | peak RSS (MB) | CPU s "
         "| load before each round |",

@@ -10,7 +10,7 @@ reported by its fastest round (other jobs share the CPU; the load average is pri
 which heavy modules ``import spacy_contextual.cli`` (what ``--help`` runs) loads in each tree.
 
     git archive main spacy_contextual | tar -x -C /tmp/before
-    python benchmarks/cli_startup.py --before /tmp/before [--rounds 3] [--output benchmarks/history/elmo_inference.md]
+    python -m benchmarks.cli_startup --before /tmp/before [--rounds 3] [--output benchmarks/history/elmo_inference.md]
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from processes import SHARED_DATA, measure, save_random_model
-from record import record_entry
+from .processes import SHARED_DATA, measure, save_random_model
+from .record import record_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "spacy", "thinc", "h5py", "numpy", "tqdm")
@@ -91,7 +91,7 @@ def main() -> None:
     ]
     table = "\n".join(
         [
-            f"`python benchmarks/cli_startup.py --before {args.before} --rounds {args.rounds} --threads "
+            f"`python -m benchmarks.cli_startup --before {args.before} --rounds {args.rounds} --threads "
             f"{args.threads}`; {args.lines} lines = {tokens} tokens; fastest of {args.rounds} rounds.",
             "",
             "| command (whole process) | before s | after s | speed-up | before peak RSS MB | after peak RSS MB |",

@@ -1,9 +1,9 @@
 """What the benchmark scripts share: data paths, sentences, random models of the standard sizes,
 timing, differences and FLOP counts.
 
-Scripts in ``benchmarks/`` import it as ``common`` (``python benchmarks/X.py`` puts their folder on
-``sys.path``). Importing it loads neither torch nor the package (``processes.py`` measures child
-processes and must stay small): what needs them imports them inside.
+The benchmarks import it as ``.common`` (each runs as ``python -m benchmarks.NAME`` from the repository
+root). Importing it loads neither torch nor the package (``processes.py`` measures child processes and
+must stay small): what needs them imports them inside.
 
 The LSTM's FLOPs: 2 * positions * (P*4D + P*4D + D*P) per direction and layer (W_x x, W_h h, W_P),
 positions with the sentence boundaries, padding not counted.
@@ -162,16 +162,12 @@ MANYLANGS_EXTRA_WORDS = 100_000
 def manylangs_model(workdir: Path) -> Path:
     """A random ELMoForManyLangs model directory of the published architecture (the shipped
     ``cnn_50_100_512_4096_sample.json``), with a word dictionary of 100,000 words, written once under
-    ``workdir`` by the tests' writer (``tests/util.py``)."""
-    import sys
-
+    ``workdir`` by the tests' writer (``spacy_contextual.testing``)."""
     from spacy_contextual.formats.manylangs import SHIPPED_ARCHITECTURES, read_architecture
+    from spacy_contextual.testing import write_manylangs_dir
 
     path = workdir / "manylangs" / "model"
     if not (path / "encoder.pkl").is_file():
-        sys.path.insert(0, str(ROOT / "tests"))
-        from util import write_manylangs_dir
-
         published = read_architecture(SHIPPED_ARCHITECTURES / "cnn_50_100_512_4096_sample.json")
         sizes = ("word_dim", "char_dim", "filters", "n_highway", "projection_dim", "lstm_dim", "n_layers")
         write_manylangs_dir(

@@ -8,7 +8,7 @@ bias), and the two paths run alternately, under ``torch.no_grad()``, on the same
 the first ``--rows`` lines of lm_corpus valid, random 300-d inputs, weights in ``--precision``. Their
 outputs are compared, and the median milliseconds per call reported.
 
-    python benchmarks/cove_lstm.py [--rows 256] [--precisions fp32 bf16] [--rounds 15] [--threads 2]
+    python -m benchmarks.cove_lstm [--rows 256] [--precisions fp32 bf16] [--rounds 15] [--threads 2]
         [--output benchmarks/history/cove.md]
 """
 
@@ -20,13 +20,14 @@ import time
 from pathlib import Path
 
 import torch
-from common import read_sentences
-from record import publish
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from spacy_contextual.models.bilm import reverse_padded
 from spacy_contextual.models.lstm import ProjectedLSTM
+
+from .common import read_sentences
+from .record import publish
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 WIDTH = 300
@@ -90,7 +91,7 @@ def main() -> None:
     lines = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: one CoVe layer, nn.LSTM against ProjectedLSTM with the fused cell",
         "",
-        f"`python benchmarks/cove_lstm.py --rows {args.rows} --rounds {args.rounds} --threads {args.threads}`: "
+        f"`python -m benchmarks.cove_lstm --rows {args.rows} --rounds {args.rounds} --threads {args.threads}`: "
         f"the lengths of the first {args.rows} lines of lm_corpus valid, 300-d inputs, both directions, "
         "median ms per call.",
         "",

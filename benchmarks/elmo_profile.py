@@ -12,7 +12,7 @@ Region time not inside any op is Python (the step loop and its bookkeeping) plus
 cost per op; the same run is also timed without the profiler. The LSTM FLOP/s counts
 2 * positions * (P*4D + P*4D + D*P) per direction and layer, positions with the boundaries.
 
-    python benchmarks/elmo_profile.py --size original --lines 300 --threads 1 [--precision bf16] [--top 25]
+    python -m benchmarks.elmo_profile --size original --lines 300 --threads 1 [--precision bf16] [--top 25]
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import time
 from collections import defaultdict
 
 import torch
-from common import lstm_flops, random_bilm, read_sentences
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder  # noqa: E402
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder  # noqa: E402
+
+from .common import lstm_flops, random_bilm, read_sentences
 
 REGIONS = {"token_vectors": "char CNN + word cache", "encode": "LSTM stacks (BiLM.encode)"}
 

@@ -22,7 +22,7 @@ convolutions and linear layers it actually ran (counted by forward hooks). Compa
 ``benchmarks/sgemm_peak.py``. ``--before TREE`` also runs the exact path from another source tree
 (``PYTHONPATH=TREE``, e.g. the base commit unpacked with ``git archive BASE | tar -x -C TREE``).
 
-    python benchmarks/elmo_speed.py --lines 2000 --threads 2 [--sizes small original] [--before TREE]
+    python -m benchmarks.elmo_speed --lines 2000 --threads 2 [--sizes small original] [--before TREE]
         [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -33,16 +33,17 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
-from common import ROOT, SIZES, Timer, lstm_flops, random_bilm, read_sentences
-from record import publish
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .common import ROOT, SIZES, Timer, lstm_flops, random_bilm, read_sentences
+from .processes import run_python
+from .record import publish
 
 
 class PlainElmo(nn.Module):
@@ -118,7 +119,7 @@ def measure(size: str, path: str, lines: int, threads: int, precision: str = "fp
     cnn_flops = count_cnn_flops(bilm.token_encoder)
     with torch.no_grad():
         if path == "exact":  # made (weights cast to the precision) before the clock starts: that is loading
-            from spacy_contextual.embedders.elmo import ElmoEmbedder
+            from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
             embedder = ElmoEmbedder(bilm, precision=precision)
             timer.time_method(embedder.bilm, "encode", "lstm")
@@ -183,9 +184,9 @@ def main() -> None:
         loads.append(f"{os.getloadavg()[0]:.1f}")
         for size in args.sizes:
             for label, (path, precision, child_env) in paths.items():
-                cmd = [sys.executable, __file__, "--lines", str(args.lines), "--threads", str(args.threads)]
+                cmd = ["-m", __spec__.name, "--lines", str(args.lines), "--threads", str(args.threads)]
                 cmd += ["--child", size, path, precision]
-                stdout = subprocess.run(cmd, check=True, capture_output=True, text=True, env=child_env).stdout
+                stdout = run_python(cmd, check=True, capture_output=True, text=True, env=child_env).stdout
                 result = json.loads(stdout.strip().splitlines()[-1])
                 print(f"{size:9s} {label:15s} {json.dumps(result)}", flush=True)
                 if (size, label) not in best or result["seconds"] < best[(size, label)]["seconds"]:
@@ -194,7 +195,7 @@ def main() -> None:
     table = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: ELMo inference speed ({platform.processor() or platform.machine()}, "
         f"{args.threads} threads, torch {torch.__version__}, load average {' / '.join(loads)} before each round)\n",
-        f"`python benchmarks/elmo_speed.py {' '.join(sys.argv[1:])}` on the first {args.lines} lines of lm_corpus "
+        f"`python -m benchmarks.elmo_speed {' '.join(sys.argv[1:])}` on the first {args.lines} lines of lm_corpus "
         f"valid ({tokens} tokens), random weights; best of {args.rounds} alternating round(s).\n",
         "| size | path | tokens/s | seconds | CPU s | LSTM s | LSTM GFLOP/s | CNN s | CNN GFLOP/s | peak RSS (MB) |",
         "|---|---|---|---|---|---|---|---|---|---|",

@@ -12,7 +12,7 @@ each) of UD English EWT converted as ``project.yml``'s ``convert-ewt`` does (0 =
 without native bf16 the bf16 biLM runs ~10x slower than fp32, so a run on the whole treebank takes
 hours there.
 
-    python benchmarks/ewt_precision.py --train-docs 300 --dev-docs 50 --test-docs 0 --max-steps 1500 \\
+    python -m benchmarks.ewt_precision --train-docs 300 --dev-docs 50 --test-docs 0 --max-steps 1500 \\
         --seeds 0 1 [--workdir ewt_precision] [--output benchmarks/history/precision.md]
 """
 
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from record import publish
+from .record import publish
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -124,7 +124,7 @@ def main() -> None:
     exact = runs[(args.seeds[0], "fp32", "fp32")][0]
     lines = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: the EWT tagger with bf16 ELMo features against fp32 (bundled ELMo)\n",
-        f"`python benchmarks/ewt_precision.py {' '.join(sys.argv[1:])}`: `configs/elmo_tagger.cfg` (frozen ELMo), the "
+        f"`python -m benchmarks.ewt_precision {' '.join(sys.argv[1:])}`: `configs/elmo_tagger.cfg` (frozen ELMo), the "
         f"first {args.train_docs} / {args.dev_docs} / {args.test_docs} docs of EWT train / dev / test (10 sentences "
         f"each; 0 = all), {args.max_steps} steps; test scores of model-best with `nlp.evaluate`, UPOS against "
         f"fp32 of seed {args.seeds[0]}.\n",

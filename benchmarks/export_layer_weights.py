@@ -1,7 +1,7 @@
 """Write the layer mixes a trained pipeline learned as the JSON the dashboard's Layer weights page shows
 out of the box (``spacy_contextual/assets/layer_weights/``), with how the pipeline was made.
 
-    python benchmarks/export_layer_weights.py PIPELINE_DIR OUT.json --log TRAIN.log \
+    python -m benchmarks.export_layer_weights PIPELINE_DIR OUT.json --log TRAIN.log \
         --command "python -m spacy train ..." --data "UD English EWT ..." [--wall-clock "2 h 10 min"]
 
 ``--log`` is the console output of ``spacy train``: the script reads the last step and whether the

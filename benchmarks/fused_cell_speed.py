@@ -2,12 +2,12 @@
 operations it replaces, at ELMo's shapes.
 
 For z^T (4D, columns) and c^T (D, columns): the gates, the cell update, the clipping and o * tanh(c)
-(``models/lstm.py``). "torch operations" is the layer's own in-place step (``ProjectedLSTM._cell``) on
-float32 gates; with bf16 weights it first widens the bf16 product and adds b (``low_precision_product``,
-what the layer did before the fused cell). "fused cell" is one call of the operator, which reads the bf16
+(``models/lstm.py``). "torch operations" is the inference engine's in-place step (``torch_cell_step`` of
+``models/lstm_inference.py``) on float32 gates; with bf16 weights it first widens the bf16 product and
+adds b (what ``low_precision_product`` does there). "fused cell" is one call of the operator, which reads the bf16
 product and adds b itself. Both run alternately; the median milliseconds per step are reported.
 
-    python benchmarks/fused_cell_speed.py [--dims 4096 1024] [--columns 256 64] [--threads 2]
+    python -m benchmarks.fused_cell_speed [--dims 4096 1024] [--columns 256 64] [--threads 2]
         [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -19,17 +19,20 @@ import time
 from pathlib import Path
 
 import torch
-from record import publish
 
 from spacy_contextual.models.fused_cell import cell_operator
 from spacy_contextual.models.lstm import ProjectedLSTM
+from spacy_contextual.models.lstm_inference import torch_cell_step
+
+from .record import publish
 
 CLIP = 3.0
 
 
 def step_times(D: int, columns: int, dtype: torch.dtype, repeats: int = 50) -> dict[str, float]:
     torch.manual_seed(0)
-    lstm = ProjectedLSTM(16, D, 16, cell_clip=CLIP).to(dtype)  # only its _cell is used
+    lstm = ProjectedLSTM(16, D, 16, cell_clip=CLIP).to(dtype)  # only its sizes and clip are used
+    cell_step = torch_cell_step(lstm, columns)
     product = (torch.randn(4 * D, columns) * 3).to(dtype)
     bias = torch.randn(4 * D)
     c = torch.randn(D, columns)
@@ -41,7 +44,7 @@ def step_times(D: int, columns: int, dtype: torch.dtype, repeats: int = 50) -> d
     def torch_operations() -> None:
         if low_precision:  # the widening and the bias: part of the step before the fused cell
             gates.copy_(product).add_(bias[:, None])
-        lstm._cell(gates, c, in_place=True)
+        cell_step(gates, c)
 
     def fused() -> None:
         operator(product, bias if low_precision else None, c, CLIP, h)
@@ -72,7 +75,7 @@ def main() -> None:
     lines = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: one LSTM cell step, torch operations against the fused cell",
         "",
-        f"`python benchmarks/fused_cell_speed.py --threads {args.threads}`: median ms per step (with bf16 "
+        f"`python -m benchmarks.fused_cell_speed --threads {args.threads}`: median ms per step (with bf16 "
         "weights the torch side includes widening the product and adding b, as the layer did it).",
         "",
         "| D | columns | weights | torch operations | fused cell | ratio |",

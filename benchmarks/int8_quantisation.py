@@ -19,7 +19,7 @@ precision setting on this machine?
    input is scaled over a layer's whole batch, where the kernel would scale each block of steps:
    the error of the kernel is at most this one.
 
-    python benchmarks/int8_quantisation.py --lines 100 --repeat 20 [--output benchmarks/history/precision.md]
+    python -m benchmarks.int8_quantisation --lines 100 --repeat 20 [--output benchmarks/history/precision.md]
 """
 
 from __future__ import annotations
@@ -31,11 +31,12 @@ import warnings
 from pathlib import Path
 
 import torch
-from common import VALID, read_sentences, timed_embed
-from precision_accuracy import relative_errors
-from record import publish
 from torch import nn
 from torch.ao.nn.quantized.dynamic import Linear as DynamicInt8Linear
+
+from .common import VALID, read_sentences, timed_embed
+from .precision_accuracy import relative_errors
+from .record import publish
 
 SHAPES = {"small": (1024, 128), "original": (4096, 512)}  # (D, P)
 
@@ -100,7 +101,7 @@ def main() -> None:
     lines = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: dynamic int8 quantisation vs fp32 and bf16 "
         f"({args.threads} thread(s), torch {torch.__version__}, engine fbgemm)\n",
-        f"`python benchmarks/int8_quantisation.py {' '.join(sys.argv[1:])}`\n",
+        f"`python -m benchmarks.int8_quantisation {' '.join(sys.argv[1:])}`\n",
         f"LSTM products at their shapes, {args.rows} active rows (GFLOP/s, best of {args.repeat}; ratio to fp32):\n",
         "| size | product | shape (out x in, rows) | fp32 | bf16 | int8 |",
         "|---|---|---|---|---|---|",

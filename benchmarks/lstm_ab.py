@@ -6,9 +6,10 @@ cast to ``--precisions`` as the embedder casts them, and the same batch: the len
 ``--rows`` lines of lm_corpus valid (+2 boundaries), random inputs. The two run alternately, the
 order swapped every round, under ``torch.no_grad()`` (inference); each call's wall and CPU time is
 kept, and the median is reported with the GFLOP/s of its three products (W_x x, W_h h, W_P:
-``common.lstm_flops`` for one direction of one layer). Compare with ``sgemm_peak.py --dtype bfloat16``.
+``common.lstm_flops`` for one direction of one layer), and whether the two trees' outputs and final
+states are the same bits. Compare with ``sgemm_peak.py --dtype bfloat16``.
 
-    python benchmarks/lstm_ab.py --before TREE [--sizes small original] [--precisions fp32 bf16]
+    python -m benchmarks.lstm_ab --before TREE [--sizes small original] [--precisions fp32 bf16]
         [--rows 64] [--rounds 15] [--threads 2] [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -24,31 +25,36 @@ import types
 from pathlib import Path
 
 import torch
-from common import ROOT, SIZES, lstm_flops, read_sentences
-from record import publish
+
+from .common import ROOT, SIZES, lstm_flops, read_sentences
+from .record import publish
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def load_lstm_module(tree: Path, name: str):
-    """``spacy_contextual/models/lstm.py`` of ``tree`` as ``name.lstm``, where ``name`` is a package over
-    the tree's ``models`` folder (lstm.py imports torch and its sibling ``fused_cell`` only)."""
+    """``spacy_contextual/models/lstm.py`` of ``tree`` as ``name.models.lstm``, where ``name`` is a package over
+    the tree's ``spacy_contextual`` folder whose ``__init__`` is not run (the modules lstm.py imports, and
+    only those, are loaded from the tree)."""
     package = types.ModuleType(name)
-    package.__path__ = [str(tree / "spacy_contextual" / "models")]
+    package.__path__ = [str(tree / "spacy_contextual")]
     sys.modules[name] = package
-    return importlib.import_module(f"{name}.lstm")
+    return importlib.import_module(f"{name}.models.lstm")
 
 
-def check_one_fused_cell(trees: list[Path]) -> None:
-    """One process holds one ``spacy_contextual`` operator library: trees whose fused cells differ are
-    compared as whole processes instead."""
-    sources = {(tree / "spacy_contextual" / "models" / "lstm_cell.cpp") for tree in trees}
-    texts = {source.read_text() for source in sources if source.exists()}
-    if len(texts) > 1:
-        sys.exit(
-            "the trees' fused LSTM cells (lstm_cell.cpp) differ, and one process can load only one of them: "
-            "compare them with cli_phases.py --before TREE (a process per run)"
-        )
+def check_fused_cells_can_share_a_process(trees: list[Path]) -> None:
+    """Each tree's fused cell registers its operator in a namespace (per CPU variant since the cell took
+    OPERATOR_NAMESPACE; one namespace before). Two different cells in one namespace cannot be loaded in
+    one process: such trees are compared as whole processes instead."""
+    namespaces: dict[str, str] = {}
+    for tree in trees:
+        source = (tree / "spacy_contextual" / "models" / "lstm_cell.cpp").read_text()
+        namespace = "per-variant" if "OPERATOR_NAMESPACE" in source else "spacy_contextual"
+        if namespaces.setdefault(namespace, source) != source:
+            sys.exit(
+                "the trees' fused LSTM cells (lstm_cell.cpp) differ and register in one namespace, so one process "
+                "can load only one of them: compare them with cli_phases.py --before TREE (a process per run)"
+            )
 
 
 def measure(modules: dict, size: str, precision: str, rows: int, rounds: int) -> dict[str, dict[str, float]]:
@@ -71,8 +77,8 @@ def measure(modules: dict, size: str, precision: str, rows: int, rounds: int) ->
     flops = lstm_flops(config, int(lengths.sum())) / (2 * config.n_layers)
     times: dict[str, dict[str, list[float]]] = {label: {"wall": [], "cpu": []} for label in layers}
     with torch.no_grad():
-        for layer in layers.values():
-            layer(inputs, lengths)  # warm-up
+        first, *others = (layer(inputs, lengths) for layer in layers.values())  # warm-up, and the outputs
+        same = all(torch.equal(a, b) for other in others for a, b in zip(flatten(first), flatten(other), strict=True))
         for index in range(rounds):
             for label in list(layers)[:: 1 if index % 2 == 0 else -1]:
                 wall, cpu = time.perf_counter(), time.process_time()
@@ -82,8 +88,13 @@ def measure(modules: dict, size: str, precision: str, rows: int, rounds: int) ->
     result = {}
     for label, kept in times.items():
         wall, cpu = statistics.median(kept["wall"]), statistics.median(kept["cpu"])
-        result[label] = {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "gflops": flops / wall / 1e9}
+        result[label] = {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "gflops": flops / wall / 1e9, "bitwise": same}
     return result
+
+
+def flatten(result) -> tuple[torch.Tensor, ...]:
+    outputs, (h, c) = result
+    return outputs, h, c
 
 
 def main() -> None:
@@ -97,7 +108,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="record the table as the newest entry of this history file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    check_one_fused_cell([ROOT, args.before])
+    check_fused_cells_can_share_a_process([ROOT, args.before])
     modules = {"this tree": load_lstm_module(ROOT, "lstm_here"), "before": load_lstm_module(args.before, "lstm_before")}
     rows = []
     loads = [f"{os.getloadavg()[0]:.1f}"]
@@ -110,16 +121,17 @@ def main() -> None:
             rows.append(
                 f"| {size} | {precision} | {here['wall_ms']:.1f} / {before['wall_ms']:.1f} | "
                 f"**{before['wall_ms'] / here['wall_ms']:.2f}x** | {here['cpu_ms']:.1f} / {before['cpu_ms']:.1f} | "
-                f"{before['cpu_ms'] / here['cpu_ms']:.2f}x | {here['gflops']:.0f} / {before['gflops']:.0f} |"
+                f"{before['cpu_ms'] / here['cpu_ms']:.2f}x | {here['gflops']:.0f} / {before['gflops']:.0f} | "
+                f"{'yes' if here['bitwise'] else 'no'} |"
             )
     table = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: one LSTM layer, this tree against another, call by call\n",
-        f"`python benchmarks/lstm_ab.py {' '.join(sys.argv[1:])}`: {args.rows} sentences of lm_corpus valid, "
+        f"`python -m benchmarks.lstm_ab {' '.join(sys.argv[1:])}`: {args.rows} sentences of lm_corpus valid, "
         f"median of {args.rounds} alternating calls, {args.threads} threads, torch {torch.__version__}; "
         f"load average {' / '.join(loads)}.\n",
         "| size | precision | ms per call, this / before | speed-up (wall) | CPU ms, this / before | speed-up (CPU) "
-        "| GFLOP/s, this / before |",
-        "|---|---|---|---|---|---|---|",
+        "| GFLOP/s, this / before | outputs bitwise equal |",
+        "|---|---|---|---|---|---|---|---|",
         *rows,
     ]
     publish("\n".join(table) + "\n", args.output)

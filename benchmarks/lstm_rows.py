@@ -2,13 +2,13 @@
 
 An LSTM step multiplies every row still inside its sentence by W_h (4D x P), so as a length-sorted
 batch runs on the row count falls from the batch size to 1. The matrix kernels handle whole blocks of
-columns far faster than a remainder; ``models/lstm.py`` therefore computes ``padded_rows(rows)``
+columns far faster than a remainder; ``models/lstm_steps.py`` therefore plans ``padded_rows(rows)``
 columns (a multiple of ``ROW_MULTIPLE``) and drops the extra ones. For every row count from 1 to
 ``--max-rows`` this times ``torch.mm(W_h, h^T)`` with ``rows`` columns and with ``padded_rows(rows)``
 columns (best of 3 repeats of ``--calls`` calls), and reports a sample of row counts and the total over
 all of them, which is what a batch whose rows end evenly across that range would spend.
 
-    python benchmarks/lstm_rows.py [--sizes original small] [--precisions fp32 bf16] [--max-rows 256]
+    python -m benchmarks.lstm_rows [--sizes original small] [--precisions fp32 bf16] [--max-rows 256]
         [--threads 2] [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -19,10 +19,11 @@ import sys
 import time
 
 import torch
-from common import ROOT, SIZES
-from record import publish
 
-from spacy_contextual.models.lstm import ROW_MULTIPLE, padded_rows
+from spacy_contextual.models.lstm_steps import ROW_MULTIPLE, padded_rows
+
+from .common import ROOT, SIZES
+from .record import publish
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SAMPLE = (1, 2, 15, 16, 17, 33, 47, 48, 63, 64, 65, 127, 128, 200, 250, 255, 256)
@@ -70,7 +71,7 @@ def main() -> None:
         [
             f"## {time.strftime('%Y-%m-%d %H:%M')}: W_h h^T per row count, as is / padded to a multiple of "
             f"{ROW_MULTIPLE}\n",
-            f"`python benchmarks/lstm_rows.py {' '.join(sys.argv[1:])}`: milliseconds of `torch.mm(W_h, h^T)` "
+            f"`python -m benchmarks.lstm_rows {' '.join(sys.argv[1:])}`: milliseconds of `torch.mm(W_h, h^T)` "
             f"(W_h 4D x P), torch {torch.__version__}, {args.threads} threads; each cell: rows columns / "
             f"`padded_rows(rows)` columns; the last column sums rows 1 to {args.max_rows}.\n",
             f"| size | precision | {' | '.join(str(rows) for rows in sample)} | all rows |",

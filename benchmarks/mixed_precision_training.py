@@ -6,7 +6,7 @@ stops every ``--every`` steps (checkpoint, validation) and resumes, so both runs
 learning-rate schedule. The held-out perplexity (first 500 lines of valid, evaluated in fp32) after
 each stretch gives the two curves; the table shows them, the relative gap, and tokens/s of each.
 
-    python benchmarks/mixed_precision_training.py --steps 300 --every 50 \
+    python -m benchmarks.mixed_precision_training --steps 300 --every 50 \
         [--output benchmarks/history/elmo_training.md]
 """
 
@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 
 import torch
-from common import LM_CORPUS, copy_lines
-from record import publish
 
 from spacy_contextual.models.bilm import BiLMConfig
 from spacy_contextual.training.config import PretrainConfig
 from spacy_contextual.training.trainer import pretrain
+
+from .common import LM_CORPUS, copy_lines
+from .record import publish
 
 MODEL = BiLMConfig(char_embedding_dim=8, filters=[[1, 8], [2, 16], [3, 32]], lstm_dim=64, projection_dim=32)
 
@@ -92,7 +93,7 @@ def main() -> None:
         f"{bf16['tokens_per_second']:,.0f} (this CPU computes bf16 without bf16 instructions: no speed-up is expected "
         "here; the check is the loss).",
         "",
-        f"Command: `python benchmarks/mixed_precision_training.py --steps {args.steps} --every {args.every}`",
+        f"Command: `python -m benchmarks.mixed_precision_training --steps {args.steps} --every {args.every}`",
     ]
     publish("\n".join(lines), args.output)
 

@@ -10,8 +10,8 @@ same token lists. ``--n-process 1 2`` adds ``nlp.pipe(texts, n_process=N)`` rows
 and ``cove`` components (bundled CoVe): N worker processes with ``threads // N`` torch threads each
 (``spacy_contextual/threads.py``), the docs coming back to the parent included.
 
-    python benchmarks/pipeline_speed.py --random-like configs/pretrain_elmo_default.json --lines 2000 --threads 1
-    python benchmarks/pipeline_speed.py --lines 2000 --threads 2 --n-process 1 2
+    python -m benchmarks.pipeline_speed --random-like configs/pretrain_elmo_default.json --lines 2000 --threads 1
+    python -m benchmarks.pipeline_speed --lines 2000 --threads 2 --n-process 1 2
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import spacy
 import torch
-from common import VALID, elapsed
+
+from .common import VALID, elapsed
 
 
 def main() -> None:
@@ -42,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
     from spacy_contextual.formats.bilm_dir import save_bilm
     from spacy_contextual.layers import elmo_model_dir_loader
     from spacy_contextual.models.bilm import BiLM, BiLMConfig

@@ -15,7 +15,7 @@ embedder did before); CoVe "bf16" (autocast). The speeds are tokens/s of the sam
 each after a warm-up batch: on a CPU without native bf16 (see the machine line) bf16 is emulated and
 slower than fp32, so only the accuracy carries over to other machines.
 
-    python benchmarks/precision_accuracy.py --lines 300 --threads 1 [--models bundled small original]
+    python -m benchmarks.precision_accuracy --lines 300 --threads 1 [--models bundled small original]
         [--output benchmarks/history/precision.md]
 """
 
@@ -29,8 +29,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import VALID, random_bilm, read_sentences, timed_embed
-from record import publish
+
+from .common import VALID, random_bilm, read_sentences, timed_embed
+from .record import publish
 
 
 def relative_errors(low: list[np.ndarray], exact: list[np.ndarray]) -> list[tuple[float, float]]:
@@ -86,7 +87,7 @@ def main() -> None:
     lines = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: precision accuracy, {', '.join(sorted({m for m, _ in runs}))}, "
         f"bf16 vs fp32 ({args.threads} thread(s), torch {torch.__version__})\n",
-        f"`python benchmarks/precision_accuracy.py {' '.join(sys.argv[1:])}`: the first {args.lines} lines of "
+        f"`python -m benchmarks.precision_accuracy {' '.join(sys.argv[1:])}`: the first {args.lines} lines of "
         f"lm_corpus valid ({len(sentences)} sentences, {tokens} tokens). Relative error per layer = "
         "||low - fp32||_F / ||fp32||_F over all tokens; worst token = the largest per-token relative error. "
         "Speeds are one pass each in this process (token cache off for ELMo).\n",

@@ -8,7 +8,7 @@ float32 outputs).
 
     mkdir -p /tmp/ewt && gunzip -c ../shared/data/ud_english_ewt/train.conllu.gz > /tmp/ewt/train.conllu
     python -m spacy convert /tmp/ewt/train.conllu /tmp/ewt --converter conllu -n 10
-    python benchmarks/segment_cache_speed.py /tmp/ewt/train.spacy [--config configs/elmo_tagger.cfg]
+    python -m benchmarks.segment_cache_speed /tmp/ewt/train.spacy [--config configs/elmo_tagger.cfg]
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ table splits the centroid rule's accuracy by the target's word form (hard / hard
 sense centroid averages over forms in that sense's proportions, so a rare form can sit nearer to
 the wrong sense's centroid.
 
-    python benchmarks/sense_probe_linear.py ../shared/data/senses/hard.jsonl.gz \
+    python -m benchmarks.sense_probe_linear ../shared/data/senses/hard.jsonl.gz \
         ../shared/data/senses/serve.jsonl.gz --model default
 """
 
@@ -29,7 +29,7 @@ from spacy_contextual.analysis.sense_probe import (
     read_sense_file,
     target_vectors,
 )
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 
 def linear_probe(vectors: np.ndarray, senses: np.ndarray, folds: int = 5, seed: int = 0) -> list[float]:

@@ -14,8 +14,8 @@ With the weight W stored as ``nn.Linear`` stores it, (N, K), the same product is
 its transpose, as ``models/lstm.py`` now computes the gates (MKL runs the two at different speeds).
 Each cell is the best of ``--repeats`` timings after a warm-up.
 
-    python benchmarks/sgemm_peak.py --threads 1 2 [--output benchmarks/history/elmo_inference.md]
-    python benchmarks/sgemm_peak.py --threads 1 2 --dtype float32 bfloat16 --only original small  # bf16 vs fp32
+    python -m benchmarks.sgemm_peak --threads 1 2 [--output benchmarks/history/elmo_inference.md]
+    python -m benchmarks.sgemm_peak --threads 1 2 --dtype float32 bfloat16 --only original small  # bf16 vs fp32
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 import torch
-from record import publish
+
+from .record import publish
 
 SHAPES = [  # (label, M, K, N)
     ("square 2048", 2048, 2048, 2048),
@@ -78,7 +79,7 @@ def main() -> None:
     )
     lines = [
         f"## {time.strftime('%Y-%m-%d %H:%M')}: GEMM rate of this CPU at the LSTM's shapes ({', '.join(args.dtype)})\n",
-        f"`python benchmarks/sgemm_peak.py {' '.join(sys.argv[1:])}`: GFLOP/s of torch.mm, "
+        f"`python -m benchmarks.sgemm_peak {' '.join(sys.argv[1:])}`: GFLOP/s of torch.mm, "
         f"torch {torch.__version__}, load average {os.getloadavg()[0]:.2f} at start",
         "",
         header + " |",

@@ -10,7 +10,7 @@ rank). Speed: one process with 1 thread and ``--processes 2`` (one thread each; 
 fastest round of each reported. Memory: ``--top``
 on ``--memory-lines`` (10,000 and 100,000 by default) with the process counts of ``--memory-processes``.
 
-    python benchmarks/sharded_embedding.py [--speed-lines 3000] [--memory-lines 10000 100000]
+    python -m benchmarks.sharded_embedding [--speed-lines 3000] [--memory-lines 10000 100000]
         [--memory-processes 2] [--output benchmarks/history/elmo_inference.md]
 """
 
@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from processes import SHARED_DATA, measure, save_random_model
-from record import record_entry
+from .processes import SHARED_DATA, measure, save_random_model
+from .record import record_entry
 
 TRAIN = SHARED_DATA / "lm_corpus" / "train.txt.gz"
 
@@ -88,7 +88,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="sharded_embedding_"))
     model = save_random_model("small", work / "small")
     cores = len(os.sched_getaffinity(0))
-    lines = f"`python benchmarks/sharded_embedding.py --speed-lines {args.speed_lines} --memory-lines "
+    lines = f"`python -m benchmarks.sharded_embedding --speed-lines {args.speed_lines} --memory-lines "
     lines += f"{' '.join(map(str, args.memory_lines))} --memory-processes {' '.join(map(str, args.memory_processes))}"
     lines += f" --cycle-lines {args.cycle_lines}" if args.cycle_lines else ""
     lines += " --with-threads`" if args.with_threads else "`"

@@ -8,8 +8,8 @@ alone per 1,000 predictions: adaptive vs sampled (8,192 shared negatives) vs ful
 runs it (the softmax and loss in float32); ``--size original`` replaces the config's model by bilm-tf's
 original 2x4096_512 (``common.SIZES``); ``--skip-plain`` leaves out the plain LM.
 
-    python benchmarks/train_speed.py --config configs/pretrain_elmo_default.json --batches 8
-    python benchmarks/train_speed.py --precisions fp32 bf16 --size original --skip-plain --batches 2 --rounds 1
+    python -m benchmarks.train_speed --config configs/pretrain_elmo_default.json --batches 8
+    python -m benchmarks.train_speed --precisions fp32 bf16 --size original --skip-plain --batches 2 --rounds 1
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from spacy_contextual.models.bilm import BiLM, BiLMConfig
+from spacy_contextual.training.batch_stream import BatchStream
 from spacy_contextual.training.config import PretrainConfig
-from spacy_contextual.training.corpus import BatchStream
 from spacy_contextual.training.lm import BidirectionalLM
 from spacy_contextual.training.vocab import LMVocabulary
 
@@ -118,7 +118,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     config = PretrainConfig.load(args.config)
     if args.size == "original":
-        from common import SIZES
+        from .common import SIZES
 
         config.model = BiLMConfig(**SIZES["original"])
     if args.vocab:

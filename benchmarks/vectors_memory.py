@@ -5,7 +5,7 @@ synthetic GloVe text file of ``--rows`` x 300 random values (words ``w0``, ``w1`
 fresh process, measures the peak resident memory of ``load_vectors`` and of ``to_spacy_vectors``
 above the process's baseline, divided by the float32 table's bytes: ~1.0 means one copy.
 
-    python benchmarks/vectors_memory.py --rows 400000
+    python -m benchmarks.vectors_memory --rows 400000
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
+
+from .processes import run_python
 
 DIM = 300
 
@@ -49,7 +50,7 @@ def measure(path: Path) -> dict:
     """Run in a fresh process: baseline RSS, then the peaks after each step."""
     import spacy  # noqa: F401  (imported before the baseline so its own memory is not counted)
 
-    from spacy_contextual.formats.vectors import load_vectors, to_spacy_vectors
+    from spacy_contextual.formats.word_vectors import load_vectors, to_spacy_vectors
 
     baseline = _rss_mb()
     started = time.perf_counter()
@@ -81,9 +82,7 @@ def main() -> None:
         path = Path(tmp) / "glove.synthetic.300d.txt"
         write_synthetic(path, args.rows)
         print(f"{path.stat().st_size / 2**30:.2f} GiB of text, {args.rows} x {DIM}", file=sys.stderr)
-        result = subprocess.run(
-            [sys.executable, __file__, "--measure", str(path)], check=True, capture_output=True, text=True
-        )
+        result = run_python(["-m", __spec__.name, "--measure", str(path)], check=True, capture_output=True, text=True)
         print(result.stdout.strip())
 
 

@@ -8,7 +8,8 @@ saved (``browser.layout_problems``: nothing runs out of the window, no label, op
 cut or breaks a word, titles clear of the toolbar, legends below the plots, no label over another); the
 script lists what it found and exits with status 1 if anything.
 
-    python docs/make_screenshots.py [--elmo-model DIR] [--cove-model DIR] [--pipeline DIR] [--sense-data DIR]
+    PYTHONPATH=tests python docs/make_screenshots.py [--elmo-model DIR] [--cove-model DIR] [--pipeline DIR]
+        [--sense-data DIR]
 
 Without options the app's own defaults apply: the bundled models, the shipped layer-weights example,
 and the sense-labelled files the app finds beside a source checkout (../shared/data/senses).
@@ -22,11 +23,19 @@ import sys
 import time
 from pathlib import Path
 
-from spacy_contextual.dashboard.settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
+from spacy_contextual.dashboard.environment_names import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
+
+try:
+    import browser  # tests/browser.py, the browser harness the tests use (not part of the package)
+except ModuleNotFoundError as missing:
+    if missing.name not in ("browser", "util"):
+        raise
+    sys.exit(
+        "docs/make_screenshots.py uses the tests' browser harness (tests/browser.py): "
+        "run it as PYTHONPATH=tests python docs/make_screenshots.py"
+    )
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the browser harness the tests use (not part of the package)
-import browser  # noqa: E402
 
 DOCS = ROOT / "docs"
 WIDTHS = (1280, 800)

@@ -12,6 +12,14 @@ step multiplies every active row by the same weights, so a step with 256 rows co
 one with 16 while the weights stream through the cache once either way, and fewer batches mean fewer
 steps (``benchmarks/history/elmo_inference.md``). A stateful encoder's rows carry their state from batch
 to batch, so there the batch is AllenNLP's 64 rows.
+
+A batch holding a sentence of more than ``MAX_WINDOW_TOKENS`` tokens (a document with no line breaks)
+is not run whole: the embedders run it in windows of that many positions of each row, each row's LSTM
+state carried from one of its windows to the next in both directions (``models/windows.py``), which
+gives the vectors of the whole sentences while memory follows the window, not the line. The rows stay
+in their batch, so a batch of long sentences runs as fast as whole. At 1,024 positions a window costs
+less memory than a full batch even at the original size in bf16, where a step runs at least 16 rows
+(``benchmarks/history/elmo_inference.md``).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ BOUNDARY_POSITIONS = 2  # <S> and </S>, which ELMo adds; the budget counts them 
 MAX_BATCH_TOKENS = 8192  # the embedders' padded positions per batch
 BATCH_ROWS = 256  # the embedders' sentences per batch
 STATEFUL_BATCH_ROWS = 64  # AllenNLP's batch size: the state of row i goes on in row i of the next batch
+MAX_WINDOW_TOKENS = 1024  # the most positions of one sentence the embedders' LSTMs run at once
 
 
 def default_rows(keep_order: bool) -> int:

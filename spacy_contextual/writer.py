@@ -3,16 +3,26 @@
 
 * Nothing the command reads is overwritten: ``reads`` names its inputs, model files and vocabularies,
   and an output that is one of them (by device and inode, so not through a link either) or lies inside
-  one of those folders is refused before any work. Inside ``command_reads()`` (the command line opens
-  it around every command) the resolver and the text readers add what they open (``note_read``), so a
-  write that comes later in the command is checked against them too.
+  one of those folders is refused before any work. Inside ``command_reads()`` (the command line's one
+  runner opens it around every command) the resolver and the text readers add what they open
+  (``note_read``), so a write that comes later in the command is checked against them too. What the
+  running command reads is a ``ContextVar`` holding a tuple: each ``note_read`` sets a longer tuple in
+  the current context, so nothing is shared between commands, threads or tests.
 * Nothing of the user's beside the output is touched: the work happens under the writer's own names,
   ``.<name>.<random>.spacy-contextual-new`` (and ``-old`` for the previous version while it is swapped
   out), which no user file can collide with; nothing else in the folder is renamed or deleted.
 * The package's own ``assets/`` (the bundled models) are never written, unless
   ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1`` asks for it.
 * A device, FIFO or socket is never written to or replaced; a symlinked output keeps its link (the new
-  version lands where it points).
+  version lands where it points), unless the link is another user's in a folder others can write to
+  (sticky or world-writable, like ``/tmp``): such a link may point at any file of yours, so the write is
+  refused, as the kernel's ``fs.protected_symlinks`` does, whatever that setting is here.
+* A name longer than the file system allows (``NAME_MAX``, 255 bytes on most) is refused naming the
+  user's path; the working names always fit, however long the user's name (``working_prefix`` keeps
+  the start of a long name and a digest of the whole).
+* One writer per output: a command holds ``output_lock`` on each of its outputs while it runs, and a
+  second process writing the same output is refused in one line naming the first (its lock file,
+  ``.<name>.lock.spacy-contextual-lock``, lives beside the output only while the lock is held).
 * The write is atomic: the new content is complete and fsynced before it takes the output's place in one
   step (Linux ``renameat2(RENAME_EXCHANGE)`` for folders, ``rename`` for files), so nothing is truncated
   first, and every failure (an exception, a full disk, a signal) removes the writer's own temporary.
@@ -24,24 +34,36 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
+import fcntl
 import glob
+import hashlib
 import os
+import re
 import secrets
 import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from . import environment
 from .errors import ContextualError, quoted
 from .locations import ASSETS
 from .types import PathLike
 
-ALLOW_PACKAGE_WRITE_ENV = "SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE"
-MARK = ".spacy-contextual-"  # every working name the writer makes ends in MARK + "new" or MARK + "old"
+ALLOW_PACKAGE_WRITE_ENV = environment.ALLOW_PACKAGE_WRITE.name
+MARK = ".spacy-contextual-"  # every working name the writer makes ends in MARK + "new", "old" or "lock"
+KINDS = ("new", "old", "lock")
+RANDOM = re.compile(r"[a-z0-9_]+")  # the random part of a working name (tempfile's letters, or hex)
+RANDOM_CHARACTERS = 12  # at most: tempfile adds 8, working_name 12
+DEFAULT_NAME_MAX = 255
+MAX_LINKS = 40  # links followed on one path before the kernel says ELOOP
 
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 _LIBC = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
@@ -52,30 +74,61 @@ class OutputError(ContextualError):
     """An output path that the writer refuses: it is read by the command, special, or protected."""
 
 
-_COMMAND_READS: list[Path] | None = None  # what the running command reads; None outside a command
+#: what the running command reads, in this context; None outside a command
+COMMAND_READS: ContextVar[tuple[Path, ...] | None] = ContextVar("command_reads", default=None)
 
 
 @contextmanager
 def command_reads(paths: Iterable[PathLike | None] = ()) -> Iterator[None]:
     """While the block runs, every write is checked against ``paths`` and whatever ``note_read`` adds."""
-    global _COMMAND_READS
-    previous = _COMMAND_READS
-    _COMMAND_READS = [Path(path) for path in paths if path is not None and str(path) not in ("", "-")]
+    token = COMMAND_READS.set(tuple(Path(path) for path in paths if path is not None and str(path) not in ("", "-")))
     try:
         yield
     finally:
-        _COMMAND_READS = previous
+        COMMAND_READS.reset(token)
 
 
 def note_read(path: PathLike) -> None:
     """Record that the running command reads ``path`` (a file or a model folder); no-op outside a command."""
-    if _COMMAND_READS is not None and str(path) not in ("", "-"):
-        _COMMAND_READS.append(Path(path))
+    reads = COMMAND_READS.get()
+    if reads is not None and str(path) not in ("", "-"):
+        COMMAND_READS.set((*reads, Path(path)))
+
+
+def read_by_command() -> tuple[Path, ...]:
+    """What the running command has read so far (nothing outside a command)."""
+    return COMMAND_READS.get() or ()
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name (in bytes) the file system of ``folder`` (or of its nearest existing
+    ancestor) allows."""
+    for existing in (folder, *folder.parents):
+        try:
+            return os.pathconf(existing, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            continue
+    return DEFAULT_NAME_MAX
+
+
+def working_prefix(target: Path) -> str:
+    """How the writer's working names for ``target`` start: ``.<name>.``, or, where that would leave a
+    working name longer than the file system allows, ``.<start of name>.<digest of name>-`` (the digest
+    keeps two long names that start alike apart; the ``-`` keeps it from a short name's random part)."""
+    room = name_max(target.parent) - len(MARK) - max(map(len, KINDS)) - RANDOM_CHARACTERS
+    prefix = f".{target.name}."
+    if len(os.fsencode(prefix)) <= room:
+        return prefix
+    digest = hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
+    start = target.name
+    while len(os.fsencode(f".{start}.{digest}-")) > room:
+        start = start[:-1]
+    return f".{start}.{digest}-"
 
 
 def working_name(target: Path, kind: str) -> Path:
     """A fresh, unguessable name beside ``target`` for the writer's own use (``kind``: new or old)."""
-    return target.with_name(f".{target.name}.{secrets.token_hex(6)}{MARK}{kind}")
+    return target.with_name(f"{working_prefix(target)}{secrets.token_hex(6)}{MARK}{kind}")
 
 
 def interrupted_versions(target: PathLike, kinds: tuple[str, ...] = ("old", "new")) -> list[Path]:
@@ -84,11 +137,11 @@ def interrupted_versions(target: PathLike, kinds: tuple[str, ...] = ("old", "new
     target = Path(target)
     if not target.parent.is_dir():
         return []
-    prefix, endings = f".{target.name}.", tuple(MARK + kind for kind in kinds)
+    prefix, endings = working_prefix(target), tuple(MARK + kind for kind in kinds)
     found = [
         path
         for path in target.parent.glob(f"{glob.escape(prefix)}*{MARK}*")
-        if path.name.endswith(endings) and "." not in path.name[len(prefix) : path.name.rindex(MARK)]
+        if path.name.endswith(endings) and RANDOM.fullmatch(path.name[len(prefix) : path.name.rindex(MARK)])
     ]  # the random part has no dot: ``.a.b.<random>`` is a working name of ``a.b``, not of ``a``
     return sorted(found, key=lambda path: (not path.name.endswith("old"), path.name))
 
@@ -163,15 +216,75 @@ def _is_special(path: Path) -> bool:
 
 
 def output_target(path: PathLike) -> Path:
-    """Where writing ``path`` lands (a symlink followed, so the link is kept), once it is known not to
-    be inside the package's assets (without ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1``)."""
-    target = Path(os.path.realpath(path))
-    if target.is_relative_to(ASSETS.resolve()) and os.environ.get(ALLOW_PACKAGE_WRITE_ENV) != "1":
+    """Where writing ``path`` lands (each link on the way followed, so a link is kept), once it is known
+    that no name on the way is too long, that no link on the way is another user's in a shared folder
+    (``follow_links``), and that it is not inside the package's assets (without
+    ``SPACY_CONTEXTUAL_ALLOW_PACKAGE_WRITE=1``)."""
+    check_name_lengths(path)
+    target = follow_links(path)
+    if target.is_relative_to(ASSETS.resolve()) and not environment.ALLOW_PACKAGE_WRITE.get():
         raise OutputError(
             f"{path} is inside the installed package's bundled models ({ASSETS}); write somewhere else, or set "
             f"{ALLOW_PACKAGE_WRITE_ENV}=1 to replace them on purpose"
         )
     return target
+
+
+def check_name_lengths(path: PathLike) -> None:
+    """Every name on ``path`` fits the file system's ``NAME_MAX``, else one line naming the user's path."""
+    path = Path(path)
+    for name in path.parts:
+        size, limit = len(os.fsencode(name)), name_max(path.parent)
+        if size > limit:
+            what = "its name" if name == path.name else f"the folder name {quoted(name, 40)} in it"
+            raise OutputError(
+                f"cannot write {quoted(str(path), 120)}: {what} has {size} bytes, more than the {limit} this file "
+                "system allows in one name; give a shorter name"
+            )
+
+
+def follow_links(path: PathLike) -> Path:
+    """``os.path.realpath(path)``, refusing, on the way, a link that the kernel's ``fs.protected_symlinks``
+    rule would not follow: one in a sticky or world-writable folder that neither this user nor the
+    folder's owner owns (whatever the kernel's setting here)."""
+    pending = list(reversed((Path.cwd() / path).parts[1:]))
+    current, links = Path("/"), 0
+    while pending:
+        name = pending.pop()
+        if name == "..":
+            current = current.parent
+            continue
+        candidate = current / name
+        try:
+            status = os.lstat(candidate)
+        except OSError:  # nothing there (yet): nothing to follow
+            current = candidate
+            continue
+        if not stat.S_ISLNK(status.st_mode):
+            current = candidate
+            continue
+        check_link_owner(candidate, status, current)
+        links += 1
+        if links > MAX_LINKS:  # a loop: the write itself reports it
+            return Path(os.path.realpath(path))
+        link = Path(os.readlink(candidate))
+        if link.is_absolute():
+            current, link = Path("/"), link.relative_to("/")
+        pending.extend(reversed(link.parts))
+    return current
+
+
+def check_link_owner(link: Path, status: os.stat_result, folder: Path) -> None:
+    """A link in a folder that others can write to (sticky or world-writable) is followed only when this
+    user or the folder's owner owns it."""
+    folder_status = os.stat(folder)
+    shared = folder_status.st_mode & (stat.S_ISVTX | stat.S_IWOTH)
+    if shared and status.st_uid not in (os.geteuid(), folder_status.st_uid):
+        raise OutputError(
+            f"refusing to write through {link}: it is a link that another user (uid {status.st_uid}) owns in "
+            f"{folder}, a folder others can write to, so it may point at any file of yours; remove the link or "
+            "give another output"
+        )
 
 
 def check_not_special(target: Path) -> None:
@@ -185,7 +298,7 @@ def check_not_special(target: Path) -> None:
 def check_not_read(path: PathLike, reads: Iterable[PathLike | None]) -> None:
     """``path`` is none of the files the command reads, nor inside a folder it reads."""
     target = Path(path)
-    for kept in (Path(item) for item in [*reads, *(_COMMAND_READS or ())] if item is not None and str(item) != ""):
+    for kept in (Path(item) for item in [*reads, *read_by_command()] if item is not None and str(item) != ""):
         if _same_or_inside(target, kept) or _same_or_inside(kept, target):
             what = kept if kept.is_file() or _same_path(target, kept) else f"a file of {kept}"
             if _same_or_inside(kept, target) and not _same_or_inside(target, kept):
@@ -207,6 +320,7 @@ def check_output_dir(path: PathLike, reads: Iterable[PathLike | None] = ()) -> P
 def check_output_file(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Path:
     """Fail now if the file ``path`` may not be written: it is a directory, a device or other special
     file, something the command reads, or inside the package's bundled models."""
+    check_name_lengths(path)
     target = Path(path)
     if target.is_dir():
         raise OutputError(f"cannot write {target}: it is a directory; give a file name")
@@ -247,7 +361,7 @@ def atomic_directory(
             f"{target} already holds other files; give a new or empty directory (it is replaced as a whole)"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=MARK + "new", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=working_prefix(target), suffix=MARK + "new", dir=target.parent))
     apply_umask(tmp, directory=True)
     try:
         yield tmp
@@ -268,7 +382,7 @@ def atomic_file(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Iterat
     check_not_read(target, reads)
     if target.is_dir():
         raise OutputError(f"cannot write {path}: it is a directory; give a file name")
-    descriptor, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=MARK + "new", dir=target.parent)
+    descriptor, name = tempfile.mkstemp(prefix=working_prefix(target), suffix=MARK + "new", dir=target.parent)
     os.close(descriptor)
     tmp = Path(name)
     apply_umask(tmp, directory=False)
@@ -281,6 +395,138 @@ def atomic_file(path: PathLike, reads: Iterable[PathLike | None] = ()) -> Iterat
         raise_storage_failure(error, target)
         raise
     fsync_directory(target.parent)
+
+
+class BusyOutputError(OutputError):
+    """Another process is writing the same output."""
+
+
+_HELD: dict[Path, int] = {}  # the outputs this process holds the lock of, and how many times
+
+
+@contextmanager
+def output_lock(path: PathLike) -> Iterator[None]:
+    """Hold the lock of the output ``path`` (its target, links followed) while the block runs; a second
+    process asking for it is refused in one line naming the first, before it touches anything. The lock
+    file sits beside the output (or beside the first folder on its path that does not exist yet) and is
+    removed on release; a lock that cannot be made there (a read-only folder) is not needed, as nothing
+    can be written there either. Reentrant within a process."""
+    anchor = output_target(path)
+    while not anchor.parent.is_dir() and anchor.parent != anchor:
+        anchor = anchor.parent
+    lock = anchor.with_name(f"{working_prefix(anchor)}lock{MARK}lock")
+    if lock in _HELD:
+        _HELD[lock] += 1
+        try:
+            yield
+        finally:
+            _HELD[lock] -= 1
+        return
+    descriptor = _acquire(lock, path)
+    _HELD[lock] = 1
+    try:
+        yield
+    finally:
+        del _HELD[lock]
+        if descriptor is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)  # before the lock is released: a waiting process then sees another file
+            os.close(descriptor)
+
+
+def _acquire(lock: Path, path: PathLike) -> int | None:
+    """The descriptor of ``lock``, locked; None where no lock file can be made."""
+    flags = os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    while True:
+        try:
+            descriptor = os.open(lock, os.O_RDWR | flags, 0o644)
+        except PermissionError:
+            try:  # another user's lock file: locking needs only reading it
+                descriptor = os.open(lock, os.O_RDONLY | flags)
+            except OSError:
+                return None
+        except OSError as error:
+            if error.errno == errno.ELOOP:  # a link planted under the lock's name
+                raise OutputError(f"cannot write {path}: {lock} is a link, not this tool's lock; remove it") from None
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise OutputError(f"cannot write {path}: {lock} is not a file, so not this tool's lock; remove it")
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip()
+                who = f"pid {owner}" if owner.isdigit() else f"its lock is {lock}"
+                raise BusyOutputError(
+                    f"{path} is being written by another process ({who}); wait for it to end, or give another output"
+                ) from None
+            if _still_at(lock, descriptor):  # not unlinked by its last holder before it let go
+                with contextlib.suppress(OSError):
+                    os.ftruncate(descriptor, 0)
+                    os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+                return descriptor
+        except BaseException:
+            os.close(descriptor)
+            raise
+        os.close(descriptor)
+
+
+def _still_at(path: Path, descriptor: int) -> bool:
+    try:
+        return os.path.samestat(os.fstat(descriptor), os.lstat(path))
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class Existing:
+    """What was at an output before a command wrote it: its identity and size, and, for a folder, the
+    identity and size of each entry in it (a command may replace the folder, or files inside it)."""
+
+    path: Path
+    identity: tuple
+    bytes: int
+    entries: dict[str, tuple[tuple, int]]
+
+
+def existing_output(path: PathLike) -> Existing | None:
+    """What is at ``path`` now; None where nothing is (or an empty folder)."""
+    path = Path(path)
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(status.st_mode):
+        entries = {entry.name: (_identity(entry), _size(entry)) for entry in path.iterdir()}
+        if not entries:
+            return None
+        return Existing(path, _identity(path), sum(size for _, size in entries.values()), entries)
+    return Existing(path, _identity(path), status.st_size, {})
+
+
+def replaced(before: Existing) -> list[tuple[Path, int]]:
+    """(path, bytes before) of what a command replaced of ``before``: the output itself, or in a folder
+    that it kept, the entries it replaced."""
+    if not os.path.exists(before.path) or _identity(before.path) != before.identity:
+        return [(before.path, before.bytes)]
+    return [
+        (before.path / name, size)
+        for name, (identity, size) in before.entries.items()
+        if os.path.exists(before.path / name) and _identity(before.path / name) != identity
+    ]
+
+
+def _identity(path: Path) -> tuple:
+    status = os.stat(path)
+    if stat.S_ISDIR(status.st_mode):
+        return status.st_dev, status.st_ino
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _size(path: Path) -> int:
+    if not path.is_dir():
+        return path.stat().st_size
+    return sum(file.stat().st_size for file in path.rglob("*") if file.is_file())
 
 
 def child(folder: PathLike, name: str, what: str = "a name in the data") -> Path:

@@ -88,7 +88,8 @@ def in_process_unless_integration(request, monkeypatch):
 @pytest.fixture(scope="session", autouse=True)
 def fused_lstm_cell():
     """The fused LSTM cell operator, built (a compiler run, the first time on a machine) or loaded from
-    torch's extension cache once, before any test: setting up, not a process a test starts."""
+    torch's extension cache once, before any test: setting up, not a process a test starts. Where it
+    cannot be built, the tests that need it skip with the reason (``tests/models/test_fused_cell.py``)."""
     from spacy_contextual.models.fused_cell import cell_operator
 
     cell_operator()

@@ -6,8 +6,9 @@ The hostile modes: "endless" (no length, the file's bytes over and over until th
 ``endless_limit`` bytes are sent), "huge" (announces ``endless_limit`` bytes, then sends like
 "endless"), "gzip" (the file gzip-compressed, sent with ``Content-Encoding: gzip`` whatever the
 client asked for), "drip" (no length, one byte a second until the client hangs up), "drip-headers"
-(the status line, then a header one byte a second). It also serves as an HTTP proxy (the path of the
-URL asked for). No Range requests: pooch never sends one (a killed download restarts from the beginning).
+(the status line, then a header one byte a second), "digits" (a ``Content-Length`` of 5,000 digits). It
+also serves as an HTTP proxy (the path of the URL asked for). No Range requests: pooch never sends one
+(a killed download restarts from the beginning).
 
 Also the random-weight files in each published layout that the tests serve, and a catalog for them.
 """
@@ -95,6 +96,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Encoding", "gzip")
         if mode == "huge":
             self.send_header("Content-Length", str(server.endless_limit))
+        elif mode == "digits":
+            self.send_header("Content-Length", "9" * 5000)
         elif mode not in ("endless", "drip"):
             self.send_header("Content-Length", str(len(data)))
         self.end_headers()

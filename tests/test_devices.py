@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 from util import tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.devices import DeviceError, rank_device
-from spacy_contextual.embedders.cove import CoveEmbedder
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.runtime import Runtime
 
 HAS_CUDA = torch.cuda.is_available()

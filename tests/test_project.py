@@ -20,14 +20,12 @@ from spacy.cli import app as spacy_cli
 from typer.testing import CliRunner
 from util import DATA, tiny_bilm, tiny_cove_dir
 
+from benchmarks.record import record_entry
+from scripts.compare_table import comparison, error_reduction
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.hardware import describe_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "scripts"))
-from compare_table import comparison, error_reduction  # noqa: E402
-from record import record_entry  # noqa: E402
 
 pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser
 

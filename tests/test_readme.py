@@ -1,9 +1,13 @@
-"""The README's install, test and quick-start blocks are the ones CI runs, and the quick start
-prints what its comments say (it cannot rot)."""
+"""The README's install, test and quick-start blocks are the ones CI runs, the quick start prints what
+its comments say, and the quick training run ends with a score at its last step (they cannot rot)."""
 
 import re
 import shlex
+import subprocess
 from pathlib import Path
+
+import pytest
+from util import SHARED
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 CI = Path(__file__).resolve().parents[1] / ".ci" / "run"
@@ -64,3 +68,21 @@ def test_the_minimal_training_config_is_the_shipped_one():
     shipped = load_config(README.parent / "configs" / "elmo_minimal.cfg", interpolate=False)
     for section in ("nlp", "components"):
         assert {k: shipped[section][k] for k in shown[section]} == dict(shown[section])
+
+
+@pytest.mark.integration  # runs spacy train
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(not (SHARED / "data" / "ud_english_ewt").is_dir(), reason="needs ../shared/data/ud_english_ewt")
+def test_the_quick_training_run_ends_with_a_score_at_its_last_step(tmp_path):
+    """The README's quick-train block as written, in a folder laid out like a checkout: spaCy's table gets
+    a row for step 20 (the last one) with a TAG_ACC, not only the row of step 0."""
+    block = readme_block("quick-train")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "configs").symlink_to(README.parent / "configs")
+    (tmp_path / "shared").symlink_to(SHARED)  # ../shared, beside the checkout
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=checkout, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s", done.stdout, re.M)
+    assert [int(step) for _, step, _ in rows] == [0, 20], done.stdout[-3000:]
+    assert 0 < float(rows[-1][2]) <= 100  # TAG_ACC at step 20

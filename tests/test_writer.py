@@ -86,7 +86,7 @@ def test_saving_over_a_folder_of_other_files_is_refused_and_notes_beside_a_model
 
 
 def test_an_output_folder_that_does_not_exist_is_refused_before_the_model_loads(tmp_path, monkeypatch):
-    import spacy_contextual.embedders.cove as cove
+    import spacy_contextual.embedders.cove_embedder as cove
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded before the output was checked")

@@ -18,6 +18,8 @@ import torch
 from spacy.training import Example
 from thinc.api import Config, fix_random_seed
 
+from spacy_contextual.testing import write_manylangs_dir  # noqa: F401  (the tests import it from here)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 FIXTURES = SHARED / "elmo_fixtures"
@@ -50,96 +52,7 @@ def tiny_bilm(seed: int = 0, **overrides):
 
 # -- tiny ELMoForManyLangs model directories --------------------------------------------------
 
-MANYLANGS_FIXTURE = DATA / "elmoformanylangs"
-MANYLANGS_WORDS = ["<oov>", "<bos>", "<eos>", "<pad>", "the", "bank", "river", "Bank", "Fluss", "Ufer", "."]
-MANYLANGS_CHARS = [*"thebakrivFlsU.", "\u3000", "<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>"]
-
-
-def write_manylangs_dir(
-    path,
-    *,
-    word_dim: int = 6,
-    char_dim: int = 4,
-    filters=((1, 3), (2, 5)),
-    n_highway: int = 1,
-    projection_dim: int = 8,
-    lstm_dim: int = 12,
-    n_layers: int = 2,
-    max_characters: int = 10,
-    activation: str = "relu",
-    clip: float = 3,
-    zip_format: bool = False,
-    seed: int = 0,
-    extra_words: int = 0,
-) -> Path:
-    """A random ELMoForManyLangs model directory as the original writes it: config.json naming an
-    absolute config_path that does not exist (the published models' way), the architecture JSON
-    beside it, word.dic / char.dic (char.dic with a whitespace-key line), and the two state dicts
-    under the original's names, ``torch.save``'d in the legacy format (or the zip one).
-    ``extra_words`` adds that many words (``word0``, ``word1``, ...) to the word dictionary."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    rng = torch.Generator().manual_seed(seed)
-
-    def weights(*shape, scale=0.5):
-        return (torch.rand(*shape, generator=rng) * 2 - 1) * scale
-
-    arch_name = f"cnn_{char_dim}_{word_dim}_{projection_dim}_{lstm_dim}_test.json"
-    architecture = {
-        "encoder": {
-            "name": "elmo",
-            "projection_dim": projection_dim,
-            "cell_clip": clip,
-            "proj_clip": clip,
-            "dim": lstm_dim,
-            "n_layers": n_layers,
-        },
-        "token_embedder": {
-            "name": "cnn",
-            "activation": activation,
-            "filters": [list(f) for f in filters],
-            "n_highway": n_highway,
-            "word_dim": word_dim,
-            "char_dim": char_dim,
-            "max_characters_per_token": max_characters,
-        },
-        "classifier": {"name": "sampled_softmax", "n_samples": 8192},
-        "dropout": 0.1,
-    }
-    (path / arch_name).write_text(json.dumps(architecture), encoding="utf-8")
-    options = {"seed": 1, "config_path": f"/nonexistent/elmo/src/configs/{arch_name}", "model": "/nonexistent/x.model"}
-    (path / "config.json").write_text(json.dumps(options), encoding="utf-8")
-    words = [*MANYLANGS_WORDS, *(f"word{i}" for i in range(extra_words))]
-    (path / "word.dic").write_text("".join(f"{w}\t{i}\n" for i, w in enumerate(words)), encoding="utf-8")
-    (path / "char.dic").write_text("".join(f"{c}\t{i}\n" for i, c in enumerate(MANYLANGS_CHARS)), encoding="utf-8")
-    embedder, features = {}, 0
-    if word_dim:
-        embedder["word_emb_layer.embedding.weight"] = weights(len(words), word_dim)
-        features += word_dim
-    if char_dim:
-        n_filters = sum(num for _, num in filters)
-        embedder["char_emb_layer.embedding.weight"] = weights(len(MANYLANGS_CHARS), char_dim)
-        for i, (width, num) in enumerate(filters):
-            embedder[f"convolutions.{i}.weight"] = weights(num, char_dim, width)
-            embedder[f"convolutions.{i}.bias"] = weights(num)
-        for k in range(n_highway):
-            embedder[f"highways._layers.{k}.weight"] = weights(2 * n_filters, n_filters)
-            embedder[f"highways._layers.{k}.bias"] = weights(2 * n_filters)
-        features += n_filters
-    embedder["projection.weight"] = weights(projection_dim, features, scale=1.0)
-    embedder["projection.bias"] = weights(projection_dim)
-    encoder = {}
-    for k in range(n_layers):
-        for direction in ("forward", "backward"):
-            prefix = f"{direction}_layer_{k}"
-            encoder[f"{prefix}.input_linearity.weight"] = weights(4 * lstm_dim, projection_dim)
-            encoder[f"{prefix}.state_linearity.weight"] = weights(4 * lstm_dim, projection_dim)
-            encoder[f"{prefix}.state_linearity.bias"] = weights(4 * lstm_dim)
-            encoder[f"{prefix}.state_projection.weight"] = weights(projection_dim, lstm_dim, scale=1.0)
-    for name, state in (("token_embedder.pkl", embedder), ("encoder.pkl", encoder)):
-        torch.save(state, path / name, _use_new_zipfile_serialization=zip_format)
-    return path
-
+MANYLANGS_FIXTURE = DATA / "elmoformanylangs"  # the writer: write_manylangs_dir, from spacy_contextual/testing.py
 
 # -- tiny CoVe ----------------------------------------------------------------------------------
 
@@ -167,7 +80,7 @@ def tiny_cove_dir(path, seed=0):
     """A "cove-encoder" directory: a random 8-d GloVe table over COVE_WORDS and a 6-unit MT-LSTM."""
     from spacy_contextual.formats.cove_dir import save_encoder
     from spacy_contextual.models.mtlstm import MTLSTM
-    from spacy_contextual.models.text import SPECIALS
+    from spacy_contextual.mt_text import SPECIALS
 
     torch.manual_seed(seed)
     encoder = MTLSTM(input_dim=8, hidden_dim=6, num_layers=2).eval()
@@ -314,7 +227,7 @@ def tiny_cove_mt_dir(path: Path) -> Path:
     from spacy_contextual.dashboard.cove_attention import DEFAULT_SENTENCE
     from spacy_contextual.formats.cove_dir import save_translator
     from spacy_contextual.models.seq2seq import Seq2SeqConfig, Translator
-    from spacy_contextual.models.text import SPECIALS, tokenize
+    from spacy_contextual.mt_text import SPECIALS, tokenize
 
     words = sorted({w for _, _, text in DEMO_SENTENCES for w in tokenize(text)} | set(tokenize(DEFAULT_SENTENCE)))
     source_vocab, target_vocab = SPECIALS + words, SPECIALS + ["ein", "mann", "spielt", "gitarre", "."]

@@ -11,7 +11,7 @@ Inputs come from ``--data`` (``benchmarks/gpu/make_data.py`` writes valid.txt an
 there). Every row goes to ``--json`` as soon as it is measured; the exit status is 1 if a check
 failed. ``benchmarks/gpu/run.sh`` runs this with the rest of the GPU check.
 
-    python benchmarks/gpu/elmo_check.py --data benchmarks/gpu/data --json out/gpu_check.json [--device cuda]
+    python -m benchmarks.gpu.elmo_check --data benchmarks/gpu/data --json out/gpu_check.json [--device cuda]
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import SIZES, max_difference, random_bilm, read_sentences  # noqa: E402
-from record import Results  # noqa: E402
+from spacy_contextual.devices import resolve_device, tf32
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
+from spacy_contextual.formats.bilm_tf import load_bilm_tf
 
-from spacy_contextual.devices import resolve_device, tf32  # noqa: E402
-from spacy_contextual.embedders.elmo import ElmoEmbedder  # noqa: E402
-from spacy_contextual.formats.bilm_tf import load_bilm_tf  # noqa: E402
+from ..common import SIZES, max_difference, random_bilm, read_sentences
+from ..record import Results
 
-DATA = Path(__file__).resolve().parent / "gpu" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 TOLERANCE = 1e-4
 PRECISIONS = [  # label, the embedder's precision, TF32 allowed
     ("fp32, TF32 off", "fp32", False),

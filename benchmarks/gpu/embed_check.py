@@ -12,7 +12,7 @@
 Inputs: ``--data`` (valid.txt from ``benchmarks/gpu/make_data.py``); the HDF5 files go to ``--work``;
 every row goes to ``--json`` as it is measured; the exit status is 1 if a check failed.
 
-    python benchmarks/gpu/embed_check.py --data benchmarks/gpu/data --work /tmp/embed --json out/embed.json
+    python -m benchmarks.gpu.embed_check --data benchmarks/gpu/data --work /tmp/embed --json out/embed.json
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from pathlib import Path
 
 import h5py
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import max_difference  # noqa: E402
-from record import Results  # noqa: E402
+from ..common import max_difference
+from ..record import Results
 
 TOLERANCE = 1e-4
 SHARDED_TOLERANCE = 1e-5

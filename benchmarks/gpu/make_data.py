@@ -11,8 +11,8 @@ not spaCy. This writes, into ``benchmarks/gpu/data/`` (git-ignored; ``--out`` fo
                      Python (--python-version, Linux x86_64) at the versions installed here, debug
                      symbols stripped; run.sh unpacks it where ``import spacy`` fails
 
-    python benchmarks/gpu/make_data.py --deps           # for a GPU machine without internet
-    python benchmarks/gpu/make_data.py --tiny --out DIR # the CPU dry run's inputs
+    python -m benchmarks.gpu.make_data --deps           # for a GPU machine without internet
+    python -m benchmarks.gpu.make_data --tiny --out DIR # the CPU dry run's inputs
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from ..common import copy_lines, random_bilm
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
-sys.path.insert(0, str(REPO / "benchmarks"))
-from common import copy_lines, random_bilm  # noqa: E402
 
 # spaCy's dependency closure minus what a CUDA image with torch already has (numpy, typer, requests, ...)
 PACKAGES = [

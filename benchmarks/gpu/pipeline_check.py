@@ -13,7 +13,7 @@
 Inputs: ``--data`` (valid.txt from ``benchmarks/gpu/make_data.py``); every row goes to ``--json``
 as it is measured; the exit status is 1 if a check failed.
 
-    python benchmarks/gpu/pipeline_check.py --data benchmarks/gpu/data --json out/pipeline.json [--model DIR]
+    python -m benchmarks.gpu.pipeline_check --data benchmarks/gpu/data --json out/pipeline.json [--model DIR]
 """
 
 from __future__ import annotations
@@ -31,14 +31,13 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import NumpyOps, set_current_ops, set_gpu_allocator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from record import Results  # noqa: E402
+from spacy_contextual.devices import resolve_device, tf32
+from spacy_contextual.layers import elmo_model_dir_loader
+from spacy_contextual.pipeline.doc_data import host_array
 
-from spacy_contextual.devices import resolve_device, tf32  # noqa: E402
-from spacy_contextual.layers import elmo_model_dir_loader  # noqa: E402
-from spacy_contextual.pipeline.doc_data import host_array  # noqa: E402
+from ..record import Results
 
-DATA = Path(__file__).resolve().parent / "gpu" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 TOLERANCE = 1e-4
 warnings.filterwarnings("ignore", message=r"\[W109\]")  # the vector hooks are not serialized with a Doc
 

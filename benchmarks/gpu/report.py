@@ -3,7 +3,7 @@ notes (``machine.txt``) and each step's JSON rows (``<step>.json``) in one folde
 ``gpu_check.json`` and the markdown tables ``gpu_check.md`` there; ``--record FILE`` also puts the table at the top of a
 history file (``benchmarks/history/elmo_inference.md``).
 
-    python benchmarks/gpu/report.py OUT [--record benchmarks/history/elmo_inference.md]
+    python -m benchmarks.gpu.report OUT [--record benchmarks/history/elmo_inference.md]
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from record import record_entry  # noqa: E402
+from ..record import record_entry
 
 REPORT = "gpu_check"
 

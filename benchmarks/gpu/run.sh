@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check in one script, from the repository root on a CUDA machine (under 8 minutes on one GPU):
 #
-#   python benchmarks/gpu/make_data.py --deps     # beforehand, in a checkout with ../shared beside it
+#   python -m benchmarks.gpu.make_data --deps     # beforehand, in a checkout with ../shared beside it
 #   bash benchmarks/gpu/run.sh [--out DIR]        # then on the GPU machine, with only the repository
 #
 # It needs python3 with torch (CUDA). spaCy and its packages come from data/site-pyXY.tar.gz (made
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 PYTHON=${PYTHON:-python3}
-DATA=$(cd "$DATA" 2>/dev/null && pwd) || { echo "no $DATA: run python benchmarks/gpu/make_data.py first" >&2; exit 2; }
+DATA=$(cd "$DATA" 2>/dev/null && pwd) || { echo "no $DATA: run python -m benchmarks.gpu.make_data first" >&2; exit 2; }
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 WORK=$(mktemp -d)
 rm -f "$OUT"/*.json "$OUT"/steps.tsv
@@ -89,12 +89,12 @@ step() {  # step NAME LIMIT COMMAND...: run it for at most LIMIT seconds, log it
   printf '%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - started))" >> "$OUT/steps.tsv"
 }
 
-step elmo "${LIMITS[0]}" "$PYTHON" benchmarks/gpu/elmo_check.py --data "$DATA" --device "$DEVICE" --json "$OUT/elmo.json" "${GPU_CHECK[@]}"
-step pipeline "${LIMITS[1]}" "$PYTHON" benchmarks/gpu/pipeline_check.py --data "$DATA" --device "$DEVICE" --json "$OUT/pipeline.json" "${PIPELINE[@]}"
-step train "${LIMITS[2]}" "$PYTHON" benchmarks/gpu/train_check.py --data "$DATA" --device "$DEVICE" --work "$WORK/train" --json "$OUT/train.json" "${TRAIN[@]}"
-step embed "${LIMITS[3]}" "$PYTHON" benchmarks/gpu/embed_check.py --data "$DATA" --device "$DEVICE" --work "$WORK/embed" --json "$OUT/embed.json" "${EMBED[@]}"
+step elmo "${LIMITS[0]}" "$PYTHON" -m benchmarks.gpu.elmo_check --data "$DATA" --device "$DEVICE" --json "$OUT/elmo.json" "${GPU_CHECK[@]}"
+step pipeline "${LIMITS[1]}" "$PYTHON" -m benchmarks.gpu.pipeline_check --data "$DATA" --device "$DEVICE" --json "$OUT/pipeline.json" "${PIPELINE[@]}"
+step train "${LIMITS[2]}" "$PYTHON" -m benchmarks.gpu.train_check --data "$DATA" --device "$DEVICE" --work "$WORK/train" --json "$OUT/train.json" "${TRAIN[@]}"
+step embed "${LIMITS[3]}" "$PYTHON" -m benchmarks.gpu.embed_check --data "$DATA" --device "$DEVICE" --work "$WORK/embed" --json "$OUT/embed.json" "${EMBED[@]}"
 
-"$PYTHON" benchmarks/gpu/report.py "$OUT"
+"$PYTHON" -m benchmarks.gpu.report "$OUT"
 status=$?
 rm -rf "$WORK"
 exit $status

@@ -10,7 +10,7 @@
 Inputs: ``--data`` (train.txt and valid.txt from ``benchmarks/gpu/make_data.py``); the runs go to
 ``--work``; every row goes to ``--json`` as it is measured; the exit status is 1 if a check failed.
 
-    python benchmarks/gpu/train_check.py --data benchmarks/gpu/data --work /tmp/train --json out/train.json
+    python -m benchmarks.gpu.train_check --data benchmarks/gpu/data --work /tmp/train --json out/train.json
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ from pathlib import Path
 
 from safetensors.torch import load_file
 
-BENCHMARKS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(BENCHMARKS))
-from common import SIZES  # noqa: E402
-from record import Results  # noqa: E402
+from spacy_contextual.models.bilm import BiLMConfig
 
-from spacy_contextual.models.bilm import BiLMConfig  # noqa: E402
+from ..common import SIZES
+from ..record import Results
 
 RESUME_TOLERANCE = 1e-3
 PERPLEXITY_TOLERANCE = 0.10

@@ -2,10 +2,11 @@
 to one occurrence, by cosine similarity at a layer or mix.
 
 ``build_token_index`` embeds as many of the corpus's sentences as fit in ``max_tokens`` tokens (every
-layer of every token, float16 to halve the memory), drawn across the file and stratified by sense where
-the records are labelled (``indexed_records``: a prefix of ``sampling.spread_order``, never the file's
-first sentences), in chunks with ``progress(done_tokens, total_tokens)`` (``occurrence_store.embed_in_chunks``);
-``nearest_tokens`` ranks them against a query vector.
+layer of every token, float16 to halve the memory, each chunk as it comes), drawn across the file and
+stratified by sense where the records are labelled (``indexed_records``: a prefix of
+``sampling.spread_order``, never the file's first sentences; of a first sentence longer than
+``max_tokens``, its first ``max_tokens`` tokens), in chunks with ``progress(done_tokens, total_tokens)``
+(``occurrence_store.embed_in_chunks``); ``nearest_tokens`` ranks them against a query vector.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import pandas as pd
 
 from .neighbours import kwic
 from .occurrence_store import Progress, Timing, embed_in_chunks
+from .occurrence_vectors import Embed, Layer, select_layer
 from .projection import normalize_rows
 from .sampling import ALL, RANDOM, STRATIFIED, Sample, has_labels, spread_order
-from .vectors import Embed, Layer, select_layer
 
 MAX_INDEX_TOKENS = 30_000
 
@@ -58,14 +59,16 @@ def build_token_index(
     embed: Embed, records: list[dict], max_tokens: int = MAX_INDEX_TOKENS, progress: Progress | None = None
 ) -> TokenIndex:
     chosen = indexed_records(records, max_tokens).indices.tolist()
-    arrays: list[np.ndarray] = [None] * len(chosen)  # type: ignore[list-item]
+    layers, record, position, indexed = [], [], [], 0
     sentences = [records[i]["tokens"] for i in chosen]
-    for chunk, chunk_arrays in embed_in_chunks(embed, sentences, Timing(), progress):
-        for index, array in zip(chunk, chunk_arrays, strict=True):
-            arrays[index] = array
-    layers = np.concatenate([np.moveaxis(a, 0, 1) for a in arrays]).astype(np.float16)  # (tokens, L, d)
-    record = np.concatenate([np.full(a.shape[1], i) for i, a in zip(chosen, arrays, strict=True)])
-    position = np.concatenate([np.arange(a.shape[1]) for a in arrays])
+    for chunk, arrays in embed_in_chunks(embed, sentences, Timing(), progress):
+        for index, array in zip(chunk, arrays, strict=True):  # each chunk kept as float16 at once
+            kept = min(array.shape[1], max_tokens - indexed)
+            indexed += kept
+            layers.append(np.moveaxis(array[:, :kept], 0, 1).astype(np.float16))  # (tokens, L, d)
+            record.append(np.full(kept, chosen[index]))
+            position.append(np.arange(kept))
+    layers, record, position = np.concatenate(layers), np.concatenate(record), np.concatenate(position)
     return TokenIndex(layers, record, position, len(chosen), len(records))
 
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .occurrence_vectors import Layer, layer_options, select_layer
 from .projection import Projection, project
 from .purity import knn_sense_accuracy, majority_share, silhouette, word_form_accuracy
 from .sense_probe import TYPE_LEVEL_LAYER
-from .vectors import Layer, layer_options, select_layer
 
 PURITY_K = 5
 PURITY_VS_PROBE = (

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .occurrence_vectors import Embed
 from .sampling import spread_order
-from .vectors import Embed
 
 CHUNK_SECONDS = 2.0  # a chunk of about this much work between two progress calls (larger batches run faster)
 FIRST_CHUNK_TOKENS = 512  # the first chunk, before a rate is measured

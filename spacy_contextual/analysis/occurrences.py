@@ -10,8 +10,6 @@ token position) whose token is the word; for labelled records the labelled targe
 
 from __future__ import annotations
 
-import io
-import json
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
@@ -20,13 +18,17 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ContextualError, quoted
-from ..text_files import InputFileError, expanded_bytes, is_file
+from ..text_files import InputFileError, bounded_lines, is_file, loads
 from .demo_corpus import DEMO_SENTENCES
 from .lemmas import matching_forms
+from .sense_records import check_record
 
 MAX_TEXT_CHARS = 200_000
 MAX_RECORDS = 50_000  # lines of a sense-labelled JSONL, blank ones included
 MAX_EXPANDED_BYTES = 200_000_000  # what an upload or file may expand to (gzip)
+MAX_LINE_BYTES = 2_000_000  # one record: a sentence far longer than any corpus has
+MAX_TOKENS = 2_000_000  # in all records: 10 times Senseval's "serve", about 150 MB as Python strings
+MAX_GZIP_MEMBERS = 10_000  # a bgzip file of MAX_EXPANDED_BYTES has about 3,000
 MIN_OCCURRENCES = 3
 OCCURRENCE_COLUMNS = ["record", "position", "token", "sense", "sentence"]
 
@@ -74,48 +76,47 @@ def text_corpus(text: str, max_chars: int = MAX_TEXT_CHARS) -> list[dict]:
 
 
 def read_sense_jsonl(source: str | Path | bytes, max_records: int = MAX_RECORDS) -> list[dict]:
-    """A sense-labelled JSONL (plain or gzip) from a path or the bytes of an uploaded file."""
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not is_file(path):
-            raise InputError(
-                f"{quoted(path)} is not a file: give the path of a sense-labelled .jsonl or .jsonl.gz file."
-            )
-        data = path.read_bytes()
-    else:
-        data = source
+    """A sense-labelled JSONL (plain or gzip) from a path or the bytes of an uploaded file, read line by
+    line: the line past ``max_records`` (blank ones count), a line longer than ``MAX_LINE_BYTES``, the
+    byte past ``MAX_EXPANDED_BYTES``, the token past ``MAX_TOKENS`` and the gzip member past
+    ``MAX_GZIP_MEMBERS`` are each refused before more is read, so memory stays near the records kept."""
+    if isinstance(source, (str, Path)) and not is_file(source):
+        raise InputError(f"{quoted(source)} is not a file: give the path of a sense-labelled .jsonl or .jsonl.gz file.")
+    what = "The file" if isinstance(source, bytes) else str(source)
+    records, tokens = [], 0
+    lines = bounded_lines(source, what, max_records, MAX_EXPANDED_BYTES, MAX_LINE_BYTES, MAX_GZIP_MEMBERS)
     try:
-        data = expanded_bytes(data, MAX_EXPANDED_BYTES)
+        for line_number, raw in lines:
+            line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            try:
+                item = check_record(loads(line), f"line {line_number}", labelled=False)
+            except ValueError as error:  # not JSON, a number too long, or a record of the wrong types
+                raise InputError(
+                    f"Line {line_number} is not a sense-labelled record ({error}); each line must be a JSON object "
+                    'like {"tokens": [...], "target": 3, "sense": "...", "word": "..."}.'
+                ) from None
+            tokens += len(item["tokens"])
+            if tokens > MAX_TOKENS:
+                raise InputError(f"The file has more than {MAX_TOKENS:,} tokens (the limit): split it.")
+            records.append({key: item.get(key) for key in ("tokens", "target", "sense", "word")})
     except InputFileError as error:
         raise InputError(str(error)) from None
-    records = []
-    for line_number, line in enumerate(io.StringIO(data.decode("utf-8", errors="replace")), start=1):
-        if line_number > max_records:  # blank lines count too: a file of newlines is bounded as well
-            raise InputError(f"The file has more than {max_records:,} lines: split it or keep one word per file.")
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            tokens = [str(t) for t in item["tokens"]]
-            target = item.get("target")
-            if target is not None and not 0 <= int(target) < len(tokens):
-                raise ValueError(f"target {target} is outside the {len(tokens)} tokens")
-        except (ValueError, KeyError, TypeError) as error:
-            raise InputError(
-                f"Line {line_number} is not a sense-labelled record ({error}); each line must be a JSON object "
-                'like {"tokens": [...], "target": 3, "sense": "...", "word": "..."}.'
-            ) from None
-        records.append(
-            {
-                "tokens": tokens,
-                "target": None if target is None else int(target),
-                "sense": item.get("sense"),
-                "word": item.get("word"),
-            }
-        )
     if not records:
         raise InputError("The file holds no records: expected one JSON object per line.")
     return records
+
+
+def text_corpus_from_bytes(data: bytes, max_chars: int = MAX_TEXT_CHARS) -> list[dict]:
+    """``text_corpus`` of an uploaded UTF-8 file, refused before it is decoded when it has more bytes than
+    ``max_chars`` characters can take (4 each)."""
+    if len(data) > 4 * max_chars:
+        raise InputError(
+            f"The file has {len(data):,} bytes, more than a text of {max_chars:,} characters (the limit) can have. "
+            "Cut it down, or use a sense-labelled JSONL file for larger corpora."
+        )
+    return text_corpus(data.decode("utf-8", errors="replace"), max_chars)
 
 
 def corpus_words(records: Iterable[dict]) -> list[str]:

@@ -34,6 +34,7 @@ from ..errors import ContextualError
 from ..text_files import InputFileError, read_jsonl
 from ..types import PathLike
 from .purity import majority_share, word_form_accuracy
+from .sense_records import check_record
 
 Embed = Callable[[list[list[str]]], Sequence[np.ndarray]]
 TYPE_LEVEL_LAYER = 0  # char-CNN / GloVe: one vector per word form
@@ -51,13 +52,7 @@ def read_sense_file(path: PathLike) -> list[dict]:
         missing = [k for k in ("word", "tokens", "target", "sense") if k not in item]
         if missing:
             raise InputFileError(f"{path}:{number} lacks {missing}; each line needs word, tokens, target, sense")
-        if not isinstance(item["tokens"], list) or not all(isinstance(t, str) for t in item["tokens"]):
-            raise InputFileError(f"{path}:{number}: tokens must be a list of strings")
-        target = item["target"]
-        if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target < len(item["tokens"]):
-            raise InputFileError(
-                f"{path}:{number}: target {target!r} is not an index into its {len(item['tokens'])} tokens"
-            )
+        check_record(item, f"{path}:{number}", labelled=True, error=InputFileError)
         instances.append(item)
     if not instances:
         raise InputFileError(f"{path} holds no instances")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..embedders import Embedder
-from ..models.text import UNK, detokenize, tokenize
+from ..mt_text import UNK, detokenize, tokenize
 from .occurrences import InputError
 
 MAX_SOURCE_CHARS = 400

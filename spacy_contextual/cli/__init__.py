@@ -2,16 +2,16 @@
 modules import only typer at the top, so ``--help`` starts fast (torch, spaCy and h5py load when a
 command that needs them runs)."""
 
-from . import (
-    convert,  # noqa: F401,E402
-    dashboard,  # noqa: F401,E402
-    embed,  # noqa: F401,E402
-    info,  # noqa: F401,E402
-    lm,  # noqa: F401,E402
-    model_dir,  # noqa: F401,E402
-    models,  # noqa: F401,E402
-    mt,  # noqa: F401,E402
-    probe,  # noqa: F401,E402
+from . import (  # each registers its commands
+    bilm_commands,  # noqa: F401
+    catalog_commands,  # noqa: F401
+    convert,  # noqa: F401
+    cove_commands,  # noqa: F401
+    dashboard,  # noqa: F401
+    embed,  # noqa: F401
+    info,  # noqa: F401
+    model_dir_commands,  # noqa: F401
+    probe,  # noqa: F401
 )
 from ._app import app
 

@@ -25,15 +25,17 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
 
+from .. import environment
 from ..errors import ContextualError
 from ..writer import storage_failure
 from .params import GuardedCommand
 
-DEBUG_ENV = "SPACY_CONTEXTUAL_DEBUG"
+DEBUG_ENV = environment.DEBUG.name
 EXPECTED_ERRORS = (ContextualError, OSError, typer.BadParameter)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RESUME_HINT = "spacy_contextual.resume_hint"
@@ -162,14 +164,20 @@ app = App(
 
 @app.callback()
 def main(
-    debug: bool = typer.Option(
-        False, "--debug", envvar=DEBUG_ENV, help="Show the traceback of an error instead of its one-line message"
-    ),
-    catalog: Path | None = typer.Option(
-        None, "--catalog", help="A model catalog JSON file adding to the shipped one, for every --model NAME"
-    ),
+    ctx: typer.Context,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help=f"Show the traceback of an error instead of its one-line message (or {DEBUG_ENV}=1)"
+        ),
+    ] = False,
+    catalog: Annotated[
+        Path | None,
+        typer.Option("--catalog", help="A model catalog JSON file adding to the shipped one, for every --model NAME"),
+    ] = None,
 ) -> None:
     """ELMo and CoVe contextual word vectors for spaCy."""
+    debug = ctx.params["debug"] = debug or environment.DEBUG.get()
     if catalog is not None:
         from ..hub.catalog import use_catalog
 

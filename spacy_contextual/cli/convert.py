@@ -12,10 +12,15 @@ is trained on it.
 from __future__ import annotations
 
 import gzip
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from ..schema import TEXT, validate_section
 from ..text_files import InputFileError, read_jsonl
 from ..writer import atomic_file, child
 from ._app import app
@@ -24,12 +29,14 @@ from .params import InputFile, OutputDir, OutputFile
 
 @app.command("convert-sentiment")
 def convert_sentiment(
-    input_path: Path = typer.Argument(
-        ..., parser=InputFile(), help="movie_reviews.jsonl(.gz): id, text, label, split per line"
-    ),
-    output_dir: Path = typer.Argument(..., parser=OutputDir(), help="writes <split>.spacy here (train, dev, test)"),
-    lang: str = typer.Option("en", help="language of the tokenizer"),
-    limit: int | None = typer.Option(None, help="at most this many records per split (for smoke tests)"),
+    input_path: Annotated[
+        Path, typer.Argument(parser=InputFile(), help="movie_reviews.jsonl(.gz): id, text, label, split per line")
+    ],
+    output_dir: Annotated[
+        Path, typer.Argument(parser=OutputDir(), help="writes <split>.spacy here (train, dev, test)")
+    ],
+    lang: Annotated[str, typer.Option(help="language of the tokenizer")] = "en",
+    limit: Annotated[int | None, typer.Option(help="at most this many records per split (for smoke tests)")] = None,
 ) -> None:
     """Convert sentiment JSONL to .spacy files with exclusive text categories."""
     import spacy
@@ -61,23 +68,20 @@ def convert_sentiment(
 
 @app.command("convert-text")
 def convert_text(
-    input_path: Path = typer.Argument(
-        ..., parser=InputFile(), help="a .spacy file (DocBin), e.g. a task's training corpus"
-    ),
-    output_path: Path = typer.Argument(
-        ..., parser=OutputFile(), help="text file, one tokenised sentence per line (.gz is compressed)"
-    ),
-    lang: str = typer.Option("en", help="language of the vocabulary the docs are read with"),
+    input_path: Annotated[
+        Path, typer.Argument(parser=InputFile(), help="a .spacy file (DocBin), e.g. a task's training corpus")
+    ],
+    output_path: Annotated[
+        Path, typer.Argument(parser=OutputFile(), help="text file, one tokenised sentence per line (.gz is compressed)")
+    ],
+    lang: Annotated[str, typer.Option(help="language of the vocabulary the docs are read with")] = "en",
 ) -> None:
     """Write a .spacy corpus as LM text for finetune-elmo: one line per sentence (per doc when the docs
     have no sentence boundaries), tokens separated by spaces, whitespace tokens left out."""
     import spacy
-    from spacy.tokens import DocBin
     from tqdm import tqdm
 
-    if not input_path.is_file():
-        raise typer.BadParameter(f"{input_path} is not a file; give a .spacy file written by DocBin (spacy convert)")
-    docs = DocBin().from_disk(input_path).get_docs(spacy.blank(lang).vocab)
+    docs = _docbin_docs(input_path, spacy.blank(lang).vocab)
     opener = gzip.open if output_path.suffix == ".gz" else open
     sentences = tokens = 0
     output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,9 +98,42 @@ def convert_text(
     typer.echo(f"{output_path}: {sentences} sentences, {tokens} tokens")
 
 
+SENTIMENT_RECORD = {"text": TEXT, "label": TEXT, "split": TEXT}
+
+
 def _read_jsonl(path: Path):
     for number, record in read_jsonl(path):
         missing = {"text", "label", "split"} - set(record)
         if missing:
             raise InputFileError(f"{path}:{number}: the record lacks {sorted(missing)}; each needs text, label, split")
-        yield record
+        yield validate_section(record, SENTIMENT_RECORD, f"{path}:{number}", other_keys=True, error=InputFileError)
+
+
+DOCBIN_FIX = "give a .spacy file written by DocBin (spacy convert, or a spaCy training corpus)"
+
+
+def _docbin_docs(path: Path, vocab) -> Iterator:
+    """The Docs of the DocBin file ``path``: the file is parsed now, its Docs made one at a time. A file
+    that is not one (text, zero bytes, cut short) is one line naming it, not spaCy's E1014 traceback."""
+    from spacy.tokens import DocBin
+
+    if not path.is_file():
+        raise typer.BadParameter(f"{path} is not a file; {DOCBIN_FIX}")
+    with _not_a_docbin(path):
+        doc_bin = DocBin().from_disk(path)
+    return _checked(doc_bin.get_docs(vocab), path)
+
+
+def _checked(docs: Iterator, path: Path) -> Iterator:
+    with _not_a_docbin(path):
+        yield from docs
+
+
+@contextmanager
+def _not_a_docbin(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, IndexError, zlib.error) as error:  # spaCy's E1014, msgpack's errors
+        raise InputFileError(
+            f"{path} is not a DocBin corpus, or it is cut short or damaged ({type(error).__name__}); {DOCBIN_FIX}"
+        ) from None

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ..dashboard.settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
+from ..dashboard.environment_names import COVE_MODEL_ENV, ELMO_MODEL_ENV, PIPELINE_ENV, SENSE_DATA_ENV
 from ._app import app
 from .model_option import Catalog, model_option
 
@@ -19,21 +19,23 @@ MAIN = Path(__file__).resolve().parent.parent / "dashboard" / "main.py"
 
 @app.command("app")
 def run_dashboard(
-    port: int = typer.Option(8501, help="port to serve on"),
-    address: str = typer.Option("127.0.0.1", help="address to bind; 0.0.0.0 to serve other machines"),
+    port: Annotated[int, typer.Option(help="port to serve on")] = 8501,
+    address: Annotated[str, typer.Option(help="address to bind; 0.0.0.0 to serve other machines")] = "127.0.0.1",
     elmo_model: Annotated[str | None, model_option("elmo", "--elmo-model", what="ELMo, also when not given")] = None,
     cove_model: Annotated[str | None, model_option("cove", "--cove-model", what="CoVe, also when not given")] = None,
     catalog: Catalog = None,
-    pipeline: list[Path] | None = typer.Option(
-        None,
-        exists=True,
-        file_okay=False,
-        help="trained spaCy pipeline for the Layer weights page (repeat to compare several)",
-    ),
-    sense_data: Path | None = typer.Option(
-        None, exists=True, file_okay=False, help="folder of sense-labelled .jsonl(.gz) files"
-    ),
-    headless: bool = typer.Option(True, help="do not open a browser"),
+    pipeline: Annotated[
+        list[Path] | None,
+        typer.Option(
+            exists=True,
+            file_okay=False,
+            help="trained spaCy pipeline for the Layer weights page (repeat to compare several)",
+        ),
+    ] = None,
+    sense_data: Annotated[
+        Path | None, typer.Option(exists=True, file_okay=False, help="folder of sense-labelled .jsonl(.gz) files")
+    ] = None,
+    headless: Annotated[bool, typer.Option(help="do not open a browser")] = True,
 ) -> None:
     """Serve the dashboard: sense explorer, layer weights, CoVe attention, layer probe."""
     if importlib.util.find_spec("streamlit") is None:

@@ -4,9 +4,12 @@ layout of ``allennlp elmo`` (datasets "0", "1", ... by line, plus ``sentence_to_
 One command line, three ways to run it: alone (one process); under torchrun (each rank embeds its
 share of the lines, rank 0 writes OUTPUT); or with ``--processes N``, which starts N ranks on this
 machine through torchrun's own launcher. A rerun after a kill continues where each rank stopped
-(``corpus/job.py``). Everything that can be checked cheaply is checked before a model loads: the
-options' ranges, INPUT's encoding, and OUTPUT, which may not be INPUT or a file of the model (through
-links too), a device or a folder, and whose OUTPUT.parts/ must be one this tool made. A stream
+(``corpus/job.py``). Everything that can be checked cheaply is checked before a model is fetched or
+loaded (``check_embed_options``, run by ``GuardedCommand`` before it resolves the model, once): the
+options' ranges and pairs, the precision's name, and OUTPUT, which may not be INPUT or a file of the
+model (through links too), a device or a folder, and whose OUTPUT.parts/ must be one this tool made;
+INPUT's encoding is checked before the model loads. The ``EmbedJob`` is then built from checked
+values, with the model's folder already resolved. A stream
 (stdin, a pipe) is first copied to OUTPUT.parts/, since it can be read only once. SIGINT and SIGTERM
 end the run with one line, exit code 130 or 143, and a rerun resumes. torch and h5py load only
 when a command runs.
@@ -22,13 +25,14 @@ from typing import Annotated
 
 import typer
 
-from ..batching import BATCH_ROWS, STATEFUL_BATCH_ROWS
+from ..batching import BATCH_ROWS, MAX_WINDOW_TOKENS, STATEFUL_BATCH_ROWS
 from ._app import app, say_on_interrupt
 from .launch import launch_local
 from .model_option import Catalog, model_option
-from .params import InputFile, OutputFile, Precision
+from .params import InputFile, OutputFile, Precision, checks_first
 
 MAX_BATCH_SIZE = 1 << 16
+MAX_WINDOW_OPTION = 1 << 30
 MAX_PROCESSES = 64
 
 InputArgument = Annotated[
@@ -56,6 +60,15 @@ BatchSize = Annotated[
         "--batch-size",
         help=f"Sentences per batch (1 to {MAX_BATCH_SIZE}; default {BATCH_ROWS}, "
         f"{STATEFUL_BATCH_ROWS} with --stateful)",
+    ),
+]
+WindowTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-window-tokens",
+        help=f"A line of more tokens than this runs in windows of this many positions, each LSTM direction "
+        f"carrying its state across them: the vectors of the whole line, memory bounded by the window (1 to "
+        f"{MAX_WINDOW_OPTION}; default {MAX_WINDOW_TOKENS})",
     ),
 ]
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda (under torchrun: one GPU per local rank)")]
@@ -88,13 +101,14 @@ CoveModel = Annotated[str | None, model_option("cove", what="CoVe, also when not
 
 @dataclass(frozen=True)
 class EmbedJob:
-    """One embedding run as the command line gave it; each rank runs it (``run_job``)."""
+    """One embedding run as the command line gave it, every value checked (``check_embed_options``) and
+    the model resolved to its folder; each rank runs it (``run_job``)."""
 
     kind: str
     input_file: Path
     output_file: Path
     layers: str
-    model: str | None
+    model: Path | None  # the model's folder; None with options_file / weight_file
     batch_size: int | None  # None: batching.default_rows
     device: str
     forget_sentences: bool
@@ -106,9 +120,47 @@ class EmbedJob:
     lines: int | None = None  # INPUT's line count, when the launcher has counted (and so checked) it
     precision: str = "fp32"
     input_identity: list | None = None  # what identifies a spooled stream's text (its size and SHA-256)
+    max_window_tokens: int | None = None  # None: batching.MAX_WINDOW_TOKENS
+
+
+def check_embed_options(kind: str, params: dict) -> None:
+    """Everything about an ``elmo`` / ``cove`` command line that can be checked before the model is
+    fetched: options that go together, ranges, the precision's name, and that OUTPUT can be written."""
+    if kind == "elmo":
+        options_file, weight_file = params["options_file"], params["weight_file"]
+        if (options_file is None) != (weight_file is None):
+            raise typer.BadParameter("--options-file and --weight-file go together")
+        if options_file is not None and params["model"] is not None:
+            raise typer.BadParameter("give either --model or --options-file/--weight-file, not both")
+        if params["stateful"] and (params["processes"] or 1) > 1:
+            raise typer.BadParameter("--stateful carries state from line to line, so it runs in one process")
+    _layer_choice(params["all_layers"], params["top"], params["average"])
+    processes, batch_size, device = params["processes"], params["batch_size"], params["device"]
+    if processes is not None and "WORLD_SIZE" in os.environ:
+        raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
+    if batch_size is not None and not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise typer.BadParameter(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}")
+    window = params["max_window_tokens"]
+    if window is not None and not 1 <= window <= MAX_WINDOW_OPTION:
+        raise typer.BadParameter(f"--max-window-tokens must be between 1 and {MAX_WINDOW_OPTION}, got {window}")
+    cores = len(os.sched_getaffinity(0))
+    most = max(cores, 2) if device == "cpu" else MAX_PROCESSES  # two ranks may always share a core
+    if processes is not None and not 1 <= processes <= most:
+        where = f"{most} (one per CPU core: {cores} here)" if device == "cpu" else f"{most}"
+        raise typer.BadParameter(f"--processes must be between 1 and {where}, got {processes}")
+    if params["errors"] not in ("strict", "replace"):
+        raise typer.BadParameter(f"--errors must be strict or replace, got {params['errors']!r}")
+    from ..corpus.folder import check_parts_folder
+    from ..precision import check_precision
+    from ..writer import check_can_write
+
+    check_precision(params["precision"])
+    check_can_write(params["output_file"], reads=[params["input_file"]])
+    check_parts_folder(params["output_file"])
 
 
 @app.command("elmo")
+@checks_first(lambda ctx: check_embed_options("elmo", ctx.params))
 def elmo_command(
     ctx: typer.Context,
     input_file: InputArgument,
@@ -121,6 +173,7 @@ def elmo_command(
     model: ElmoModel = None,
     catalog: Catalog = None,
     batch_size: BatchSize = None,
+    max_window_tokens: WindowTokens = None,
     stateful: Annotated[
         bool, typer.Option("--stateful", help="Carry LSTM state across batches (AllenNLP behaviour); one process")
     ] = False,
@@ -133,22 +186,25 @@ def elmo_command(
 ) -> None:
     """Embed every line of INPUT with ELMo: layer 0 the char-CNN token vector (twice), layers 1-2 the
     biLSTM (forward then backward), each 2P wide; datasets are keyed "0", "1", ... by line index."""
-    if (options_file is None) != (weight_file is None):
-        raise typer.BadParameter("--options-file and --weight-file go together")
-    if options_file is not None and model is not None:
-        raise typer.BadParameter("give either --model or --options-file/--weight-file, not both")
-    if stateful and (processes or 1) > 1:
-        raise typer.BadParameter("--stateful carries state from line to line, so it runs in one process")
+    folder = None if options_file is not None else _model_folder("elmo", model)
     layers = _layer_choice(all_layers, top, average)
-    job = EmbedJob("elmo", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
+    job = EmbedJob("elmo", input_file, output_file, layers, folder, batch_size, device, forget_sentences, merge, errors)
     _run(
         ctx,
-        replace(job, options_file=options_file, weight_file=weight_file, stateful=stateful, precision=precision),
+        replace(
+            job,
+            options_file=options_file,
+            weight_file=weight_file,
+            stateful=stateful,
+            precision=precision,
+            max_window_tokens=max_window_tokens,
+        ),
         processes,
     )
 
 
 @app.command("cove")
+@checks_first(lambda ctx: check_embed_options("cove", ctx.params))
 def cove_command(
     ctx: typer.Context,
     input_file: InputArgument,
@@ -159,6 +215,7 @@ def cove_command(
     model: CoveModel = None,
     catalog: Catalog = None,
     batch_size: BatchSize = None,
+    max_window_tokens: WindowTokens = None,
     device: Device = "cpu",
     precision: Precision = "fp32",
     forget_sentences: ForgetSentences = False,
@@ -168,9 +225,9 @@ def cove_command(
 ) -> None:
     """Embed every line of INPUT with CoVe: layer 0 GloVe (300 wide, zero-padded to 600), layers 1-2
     CoVe-1 and CoVe-2 (600 wide); datasets are keyed "0", "1", ... by line index."""
-    layers = _layer_choice(all_layers, top, average)
-    job = EmbedJob("cove", input_file, output_file, layers, model, batch_size, device, forget_sentences, merge, errors)
-    _run(ctx, replace(job, precision=precision), processes)
+    layers, folder = _layer_choice(all_layers, top, average), _model_folder("cove", model)
+    job = EmbedJob("cove", input_file, output_file, layers, folder, batch_size, device, forget_sentences, merge, errors)
+    _run(ctx, replace(job, precision=precision, max_window_tokens=max_window_tokens), processes)
 
 
 def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
@@ -179,11 +236,17 @@ def _layer_choice(all_layers: bool, top: bool, average: bool) -> str:
     return "all" if all_layers else "top" if top else "average"
 
 
+def _model_folder(kind: str, model: str | None) -> Path:
+    """The model's folder: the one ``GuardedCommand`` resolved, or the bundled model's."""
+    from ..hub.resolver import bundled_model_dir
+
+    return Path(model) if model is not None else bundled_model_dir(kind)
+
+
 def _run(ctx: typer.Context, job: EmbedJob, processes: int | None) -> None:
-    """Check everything cheap, then embed; SIGINT/SIGTERM end it with one line and 128 + the signal
-    (``cli/_app.py``), saying that the same command resumes."""
+    """Embed (the command line is checked already); SIGINT/SIGTERM end it with one line and 128 + the
+    signal (``cli/_app.py``), saying that the same command resumes."""
     say_on_interrupt(ctx, "run the same command to resume")
-    _check(job, processes)
     job = _with_regular_input(job)
     try:
         if processes is not None and processes > 1:
@@ -198,41 +261,6 @@ def _run(ctx: typer.Context, job: EmbedJob, processes: int | None) -> None:
             from ..corpus.folder import remove_spool
 
             remove_spool(job.output_file)
-
-
-def _check(job: EmbedJob, processes: int | None) -> None:
-    """The options' ranges and what OUTPUT may be, before anything is read or written."""
-    if processes is not None and "WORLD_SIZE" in os.environ:
-        raise typer.BadParameter("--processes starts its own ranks; under torchrun leave it out")
-    if job.batch_size is not None and not 1 <= job.batch_size <= MAX_BATCH_SIZE:
-        raise typer.BadParameter(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}, got {job.batch_size}")
-    cores = len(os.sched_getaffinity(0))
-    most = max(cores, 2) if job.device == "cpu" else MAX_PROCESSES  # two ranks may always share a core
-    if processes is not None and not 1 <= processes <= most:
-        where = f"{most} (one per CPU core: {cores} here)" if job.device == "cpu" else f"{most}"
-        raise typer.BadParameter(f"--processes must be between 1 and {where}, got {processes}")
-    if job.errors not in ("strict", "replace"):
-        raise typer.BadParameter(f"--errors must be strict or replace, got {job.errors!r}")
-    from ..precision import check_precision
-
-    check_precision(job.precision)
-    from ..corpus.folder import check_parts_folder
-    from ..writer import check_can_write
-
-    check_can_write(job.output_file, reads=[job.input_file, *_model_paths(job)])
-    check_parts_folder(job.output_file)
-
-
-def _model_paths(job: EmbedJob) -> list[Path]:
-    """The files (or folder) of the model the job reads; none when it is missing (loading it says so)."""
-    from ..hub.resolver import resolve_model_dir
-
-    if job.options_file is not None:
-        return [job.options_file, job.weight_file]
-    try:
-        return [resolve_model_dir(job.kind, job.model)]
-    except FileNotFoundError:
-        return []
 
 
 def _with_regular_input(job: EmbedJob) -> EmbedJob:
@@ -287,28 +315,25 @@ def run_job(job: EmbedJob) -> None:
 def _load_encoder(job: EmbedJob, device):
     """The embedder, and what identifies it in the record of a run (kind, files, settings)."""
     from ..corpus.job import file_identity
-    from ..hub.resolver import resolve_model_dir
 
     settings = {"kind": job.kind, "device": device.type}
     if job.precision != "fp32":  # a run in another precision has other vectors
         settings["precision"] = job.precision
+    window = job.max_window_tokens or MAX_WINDOW_TOKENS
+    if window != MAX_WINDOW_TOKENS:  # the same vectors, rounded differently where a line is cut
+        settings["max_window_tokens"] = window
+    options = {"device": device, "precision": job.precision, "max_window_tokens": window}
     if job.kind == "cove":
-        from ..embedders.cove import CoveEmbedder
+        from ..embedders.cove_embedder import CoveEmbedder
 
-        path = resolve_model_dir("cove", job.model)
-        return CoveEmbedder.load(path, device=device, precision=job.precision), {
-            **settings,
-            "files": file_identity(path),
-        }
-    from ..embedders.elmo import ElmoEmbedder
+        embedder = CoveEmbedder.load(job.model, device=device, precision=job.precision)
+        return embedder, {**settings, "files": file_identity(job.model)}
+    from ..embedders.elmo_embedder import ElmoEmbedder
 
     settings["stateful"] = job.stateful
     if job.options_file is not None:
         files = [file_identity(job.options_file), file_identity(job.weight_file)]
-        embedder = ElmoEmbedder.from_bilm_tf(
-            job.options_file, job.weight_file, stateful=job.stateful, device=device, precision=job.precision
-        )
+        embedder = ElmoEmbedder.from_bilm_tf(job.options_file, job.weight_file, stateful=job.stateful, **options)
         return embedder, {**settings, "files": files}
-    path = resolve_model_dir("elmo", job.model)
-    embedder = ElmoEmbedder.load(path, stateful=job.stateful, device=device, precision=job.precision)
-    return embedder, {**settings, "files": file_identity(path)}
+    embedder = ElmoEmbedder.load(job.model, stateful=job.stateful, device=device, precision=job.precision)
+    return embedder, {**settings, "files": file_identity(job.model)}

@@ -1,7 +1,13 @@
-"""The one way a command takes a model: ``NAME|DIR``, a model name from the catalog (``spacy-contextual
-models``), a model folder (or a file the command reads), or ``default`` (the bundled model), turned into
-its directory by the one resolver (``hub/resolver.py``) as the command line is read; and the one
-``--catalog FILE`` option every model-taking command accepts, read before its model.
+"""The one way a command takes a model: ``NAME|DIR``, a model name from the catalog or the cache
+(``spacy-contextual models``), a model folder (or, where the command says so, a file it reads), or
+``default`` (the bundled model), read by the one resolver's rule (``hub/resolver.py``) as the command
+line is parsed; and the one ``--catalog FILE`` option every model-taking command accepts, read before
+its model.
+
+Parsing only reads the name (an unknown one is refused at once, with the nearest names): the value is
+a ``ModelName``. ``GuardedCommand`` (``params.py``) resolves it, fetching a catalog model if need be,
+once the command's outputs and options are checked, and the command receives the model's path as a
+string.
 
 A command declares ``model_option`` / ``model_argument`` (marked by ``MODEL_METAVAR``, which the CLI test
 walks to find every model parameter) and ``catalog: Catalog = None``.
@@ -15,30 +21,22 @@ from typing import Annotated, Any
 
 import typer
 
-from .models import CATALOG_HELP, use_catalog
+from ..hub.resolver import ModelName, read_model_name
+from .catalog_commands import CATALOG_HELP, use_catalog
 from .params import MODEL_METAVAR
 
 MODEL_HELP = "A model name from `spacy-contextual models`, a model folder, or 'default' (the bundled {what})"
 
 
-def resolve_model(kind: str, value: str | None) -> str | None:
-    """An existing path as it is (a folder, or a file such as finetune-elmo's weights.hdf5); any other
-    value through the one resolver: ``default`` is the bundled model, a name its cached (fetched) folder."""
-    from ..hub.resolver import resolve_model_dir
+def model_reader(kind: str | None, files: bool = False) -> Callable[..., ModelName | None]:
+    """The parameter's callback: the name read, not resolved; ``kind`` None: the command's ``--encoder``
+    says (an eager option); ``files``: an existing file is taken too."""
 
-    if value is None or Path(value).expanduser().exists():
-        return value
-    return str(resolve_model_dir(kind, value))
+    def read(ctx: typer.Context, value: str | None) -> ModelName | None:
+        return None if value is None else read_model_name(kind or ctx.params["encoder"], value, files=files)
 
-
-def model_resolver(kind: str | None) -> Callable[..., str | None]:
-    """The option's callback; ``kind`` None: the command's ``--encoder`` says (an eager option)."""
-
-    def resolve(ctx: typer.Context, value: str | None) -> str | None:
-        return resolve_model(kind or ctx.params["encoder"], value)
-
-    resolve.kind = kind
-    return resolve
+    read.kind = kind
+    return read
 
 
 def _help(what: str, extra: str) -> str:
@@ -49,13 +47,14 @@ def model_option(kind: str | None, *decls: str, what: str, extra: str = "") -> A
     """``--model NAME|DIR`` (or other ``decls``) for a model of ``kind``, to use as ``Annotated[str | None,
     model_option(...)]``; ``what``: the bundled model, in the help."""
     return typer.Option(
-        *(decls or ("--model",)), metavar=MODEL_METAVAR, callback=model_resolver(kind), help=_help(what, extra)
+        *(decls or ("--model",)), metavar=MODEL_METAVAR, callback=model_reader(kind), help=_help(what, extra)
     )
 
 
-def model_argument(kind: str, *, what: str, extra: str = "") -> Any:
-    """``NAME|DIR`` as a positional argument, to use as ``Annotated[str, model_argument(...)]``."""
-    return typer.Argument(metavar=MODEL_METAVAR, callback=model_resolver(kind), help=_help(what, extra))
+def model_argument(kind: str, *, what: str, extra: str = "", files: bool = False) -> Any:
+    """``NAME|DIR`` as a positional argument, to use as ``Annotated[str, model_argument(...)]``; ``files``:
+    the command reads a file too (e.g. a bilm-tf weights.hdf5)."""
+    return typer.Argument(metavar=MODEL_METAVAR, callback=model_reader(kind, files), help=_help(what, extra))
 
 
 Catalog = Annotated[

@@ -16,18 +16,19 @@ from .params import InputFile, OutputFile, Precision
 
 @app.command("sense-probe")
 def sense_probe_command(
-    files: list[Path] = typer.Argument(..., parser=InputFile(), help="Sense-labelled JSONL (.gz ok)"),
+    files: Annotated[list[Path], typer.Argument(parser=InputFile(), help="Sense-labelled JSONL (.gz ok)")],
     model: Annotated[str | None, model_option(None, what="model of --encoder")] = None,
-    encoder: str = typer.Option("elmo", "--encoder", help="elmo or cove", is_eager=True),
+    encoder: Annotated[str, typer.Option("--encoder", help="elmo or cove", is_eager=True)] = "elmo",
     catalog: Catalog = None,
-    folds: int = typer.Option(5, "--folds", min=2),
-    max_per_word: int | None = typer.Option(
-        None, "--max-per-word", min=2, help="Sample at most this many instances per word, stratified by sense"
-    ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sampling, the folds and the bootstrap"),
-    json_out: Path | None = typer.Option(
-        None, "--json", parser=OutputFile(), help="Write the results (a list, one object per word)"
-    ),
+    folds: Annotated[int, typer.Option("--folds", min=2)] = 5,
+    max_per_word: Annotated[
+        int | None,
+        typer.Option("--max-per-word", min=2, help="Sample at most this many instances per word, stratified by sense"),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampling, the folds and the bootstrap")] = 0,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", parser=OutputFile(), help="Write the results (a list, one object per word)")
+    ] = None,
     precision: Precision = "fp32",
 ) -> None:
     """The ELMo paper's WSD probe: per word, stratified 5-fold CV nearest sense centroid per layer vs. MFS."""

@@ -11,6 +11,7 @@ into it is one error that names the file and the fix (``disk_errors``).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ContextualError
-from ..writer import MARK, StorageError, atomic_file, storage_failure
+from ..writer import MARK, StorageError, atomic_file, name_max, storage_failure
 
 MARKER = ".spacy-contextual-parts"
 SPOOL = "input.spool"
@@ -38,8 +39,15 @@ def parts_folder(output: Path) -> Path:
 
 
 def check_parts_folder(output: Path) -> Path:
-    """OUTPUT.parts, refused when something that is not a folder this tool made has that name."""
+    """OUTPUT.parts, refused when something that is not a folder this tool made has that name, or when
+    OUTPUT's name leaves no room for the ``.parts`` the folder adds to it."""
     folder = parts_folder(output)
+    size, limit = len(os.fsencode(folder.name)), name_max(folder.parent)
+    if size > limit:
+        raise PartsError(
+            f"cannot write {output}: the folder of its parts, OUTPUT.parts, would have a name of {size} bytes, more "
+            f"than the {limit} this file system allows; give OUTPUT a name of at most {limit - len('.parts')} bytes"
+        )
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise PartsError(f"{folder} exists and is not a folder; move it away or give another OUTPUT")
     if folder.is_dir() and not (folder / MARKER).is_file():

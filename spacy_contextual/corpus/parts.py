@@ -83,6 +83,8 @@ class PartsFolder:
                 raise PartsError(f"{self.folder} holds parts but no {RUN_FILE}; delete the folder to start over")
             return
         recorded = read_json(run_file, f"delete {self.folder} to start over", PartsError)
+        if not isinstance(recorded, dict):
+            raise PartsError(f"{run_file} is damaged (not a JSON object); delete {self.folder} to start over")
         if recorded == settings:
             return
         start_over = f"delete {self.folder} (and any {self.output.name} made from it) to start over"

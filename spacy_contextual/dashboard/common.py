@@ -13,26 +13,32 @@ characters of what was typed: ``errors.quoted``)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from ..analysis.models import KINDS, Embedder, ModelUnavailable, load_model
+from .. import environment
+from ..analysis.model_loading import KINDS, Embedder, ModelUnavailable, load_model, name_notice
 from ..analysis.neighbours import kwic
 from ..analysis.occurrence_store import OccurrenceStore
+from ..analysis.occurrence_vectors import MIX
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
-from ..analysis.vectors import MIX
+from ..errors import ContextualError
+from ..kinds import a_model
 from . import session
-from .settings import COVE_MODEL_ENV, ELMO_MODEL_ENV, SENSE_DATA_ENV
 
 ENCODERS = KINDS
-MODEL_ENV = {"elmo": ELMO_MODEL_ENV, "cove": COVE_MODEL_ENV}
+MODEL_SETTINGS = {"elmo": environment.ELMO_MODEL, "cove": environment.COVE_MODEL}
+MODEL_ENV = {kind: variable.name for kind, variable in MODEL_SETTINGS.items()}
 MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
 LARGE_EMBEDDING = 500  # sentences: an embedding this large says how long it will take before it starts
+MODEL_FIELD_HELP = (
+    "'default' = the bundled model; a name from `spacy-contextual models` (downloaded once) or ./NAME for the "
+    "folder NAME here"
+)
 
 
 # Every page reads at 800 px: a row of columns that holds a chart wraps (each column at least 400 px) instead of
@@ -57,20 +63,29 @@ def configure_page(title: str = "spacy-contextual") -> None:
     st.html(RESPONSIVE_CSS)
 
 
+def setting(variable):
+    """The value of one of ``spacy_contextual.environment``' variables; a bad value stops the page with its one line."""
+    try:
+        return variable.get()
+    except ContextualError as error:
+        st.error(str(error))
+        st.stop()
+
+
 def default_model(kind: str) -> str:
     """The model a page starts with: the environment variable, else the bundled model ("default")."""
-    return os.environ.get(MODEL_ENV[kind], "default")
+    return setting(MODEL_SETTINGS[kind])
 
 
 @st.cache_resource(show_spinner="Loading the encoder…")
 def cached_encoder(kind: str, model: str) -> Embedder:
-    """``analysis.models.load_model``, once per server process; a model that cannot be loaded says
+    """``analysis.model_loading.load_model``, once per server process; a model that cannot be loaded says
     where to give another."""
     try:
         return load_model(kind, model)
     except ModelUnavailable as error:
         raise ModelUnavailable(
-            f"{error} Enter the path of a {kind} model directory in the sidebar, or set "
+            f"{error} Enter a model name or the folder of {a_model(kind)} in the sidebar, or set "
             f"{MODEL_ENV.get(kind, 'the model environment variable')}."
         ) from None
 
@@ -167,7 +182,7 @@ def word_input(label: str, **kwargs) -> str:
 
 
 def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared: bool = True) -> tuple[str, str]:
-    """Sidebar widgets: the encoder kind and its model directory; ``shared``: the session's one encoder
+    """Sidebar widgets: the encoder kind and its model (a name or a folder); ``shared``: the session's one encoder
     and model per kind (the Sense explorer and the Layer probe; also read from the URL's ``encoder`` and
     ``model``), else this picker's own (Compare's A, B)."""
     encoder_name = session.ENCODER if shared else f"{key}_encoder"
@@ -185,14 +200,23 @@ def encoder_picker(key: str, label: str = "Encoder", kind_index: int = 0, shared
         )  # fmt: skip
         model_key = f"{key}_model_{kind}"
         model = path_input(
-            f"{label}: model directory" if label != "Encoder" else "Model directory",
+            f"{label}: model (name or folder)" if label != "Encoder" else "Model (name or folder)",
             key=session.bind(model_key, session.model_name(kind) if shared else model_key, default_model(kind)),
-            help="'default' = the bundled model; a name from `spacy-contextual models` is downloaded once",
+            help=MODEL_FIELD_HELP,
         )
     return kind, model
 
 
+def show_name_notice(kind: str, model: str) -> None:
+    """The notice a model name carries (a folder here has the name of the model used), as the commands
+    print it."""
+    notice = name_notice(kind, model)
+    if notice is not None:
+        st.warning(notice)
+
+
 def encoder_or_stop(kind: str, model: str) -> Embedder:
+    show_name_notice(kind, model)
     try:
         return cached_encoder(kind, model)
     except ModelUnavailable as error:
@@ -203,8 +227,9 @@ def encoder_or_stop(kind: str, model: str) -> Embedder:
 def sense_data_dir() -> Path | None:
     """Where sense-labelled JSONL files are looked for: the environment variable, else ../shared/data/senses
     next to a source checkout, else none."""
-    if os.environ.get(SENSE_DATA_ENV):
-        return Path(os.environ[SENSE_DATA_ENV])
+    folder = setting(environment.SENSE_DATA)
+    if folder is not None:
+        return folder
     checkout = Path(__file__).resolve().parents[3] / "shared" / "data" / "senses"
     return checkout if checkout.is_dir() else None
 

@@ -14,6 +14,7 @@ import streamlit as st
 from ..analysis.compare import aligned_projections, change_html, neighbour_change, neighbour_sets
 from ..analysis.markdown import escape_markdown
 from ..analysis.occurrence_store import occurrence_pairs
+from ..analysis.occurrence_vectors import layer_options, select_layer
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.plot_text import escaped
 from ..analysis.purity import majority_share
@@ -21,7 +22,6 @@ from ..analysis.sampling import draw
 from ..analysis.sense_plots import point_frame, sense_scatter, shared_range
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.slices import gold_senses, occurrence_votes, score_name
-from ..analysis.vectors import layer_options, select_layer
 from . import session
 from .common import (
     clicked_point,

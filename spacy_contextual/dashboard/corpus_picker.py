@@ -14,7 +14,15 @@ import streamlit as st
 
 from ..analysis.lemmas import lemmatizer_note
 from ..analysis.markdown import escape_markdown
-from ..analysis.occurrences import InputError, corpus_words, demo_corpus, read_sense_jsonl, suggest_words, text_corpus
+from ..analysis.occurrences import (
+    InputError,
+    corpus_words,
+    demo_corpus,
+    read_sense_jsonl,
+    suggest_words,
+    text_corpus,
+    text_corpus_from_bytes,
+)
 from . import session
 from .common import MAX_PATH_CHARS, MAX_WORD_CHARS, path_input, sense_data_dir, word_input
 
@@ -38,7 +46,7 @@ def load_corpus(source: str, payload: str | bytes | None, filename: str = "") ->
         if filename.endswith((".jsonl", ".jsonl.gz", ".gz")):
             records = read_sense_jsonl(payload)
         else:
-            records = text_corpus(payload.decode("utf-8", errors="replace"))
+            records = text_corpus_from_bytes(payload)
     elif source == JSONL:
         records = read_sense_jsonl(payload or "")
     else:

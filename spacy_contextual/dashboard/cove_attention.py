@@ -20,11 +20,11 @@ from ..analysis.attention import (
     unattended,
 )
 from ..analysis.markdown import escape_markdown
-from ..analysis.models import ModelUnavailable, is_bundled, training_domain_of
+from ..analysis.model_loading import ModelUnavailable, is_bundled, training_domain_of
 from ..analysis.occurrences import InputError
 from ..analysis.translation import Translation, translate
 from . import session
-from .common import cached_encoder, default_model, path_input
+from .common import MODEL_FIELD_HELP, cached_encoder, default_model, path_input, show_name_notice
 
 KEY = "attention"
 DEFAULT_SENTENCE = "A man in a blue shirt is playing a guitar on the street ."
@@ -46,9 +46,10 @@ def render() -> None:
     )
     with st.sidebar:
         model = path_input(
-            "CoVe MT model directory", key=session.bind(f"{KEY}_model", default=default_model("cove")),
-            help="'default' = the bundled model",
+            "CoVe MT model (name or folder)", key=session.bind(f"{KEY}_model", default=default_model("cove")),
+            help=MODEL_FIELD_HELP,
         )  # fmt: skip
+    show_name_notice("cove", model)
     linked = {name: session.from_url(name) for name in ("sentence", "decoding", "beam", "view")}
     if linked["sentence"] is not None:
         session.put(session.ATTENTION_SENTENCE, linked["sentence"][:MAX_SENTENCE_CHARS])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from ..analysis.models import model_status
+from ..analysis.model_loading import model_status
 from .common import ENCODERS, MODEL_ENV, default_model
-from .settings import PIPELINE_ENV
+from .environment_names import PIPELINE_ENV
 
 PAGES = [
     (

@@ -4,17 +4,16 @@ pipeline is given."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from .. import environment
 from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
 from . import session
-from .common import MAX_PATH_CHARS
-from .settings import PIPELINE_ENV
+from .common import MAX_PATH_CHARS, setting
 
 KEY = "weights"
 MAX_PIPELINES = 6
@@ -48,7 +47,7 @@ def render() -> None:
     linked = session.from_url("pipelines")
     if linked is not None:
         session.put(f"{KEY}_paths", linked[:limit])
-    default = os.environ.get(PIPELINE_ENV, "").replace(os.pathsep, "\n")
+    default = "\n".join(map(str, setting(environment.PIPELINE)))
     text = st.text_area(
         "Trained pipeline directories (one a line)", key=session.bind(f"{KEY}_paths", default=default),
         placeholder="e.g. training/elmo_tagger/model-best", height=90, max_chars=limit,

@@ -48,6 +48,7 @@ from ..analysis.neighbours import (
     tie_note,
 )
 from ..analysis.occurrence_store import occurrence_pairs
+from ..analysis.occurrence_vectors import MIX, layer_options, select_layer
 from ..analysis.occurrences import InputError, find_occurrences
 from ..analysis.projection import project
 from ..analysis.projector_export import projector_zip
@@ -64,7 +65,6 @@ from ..analysis.sense_plots import (
 )
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.slices import occurrence_votes, score_name
-from ..analysis.vectors import MIX, layer_options, select_layer
 from . import session
 from .common import (
     cached_encoder,

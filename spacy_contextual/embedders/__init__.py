@@ -17,12 +17,12 @@ from ..hub.resolver import KINDS
 from ..types import PathLike
 
 if TYPE_CHECKING:
-    from .cove import CoveEmbedder
-    from .elmo import ElmoEmbedder
+    from .cove_embedder import CoveEmbedder
+    from .elmo_embedder import ElmoEmbedder
     from .embedder import Embedder
 
 #: where each class lives: imported when first asked for, so that ELMo alone never loads the CoVe modules
-CLASSES = {"CoveEmbedder": ".cove", "ElmoEmbedder": ".elmo", "Embedder": ".embedder"}
+CLASSES = {"CoveEmbedder": ".cove_embedder", "ElmoEmbedder": ".elmo_embedder", "Embedder": ".embedder"}
 EMBEDDERS = {"elmo": "ElmoEmbedder", "cove": "CoveEmbedder"}
 
 

@@ -5,7 +5,9 @@ Row i of layer j is h_{i,j}, the j-th representation of token i. A layer narrowe
 (CoVe's GloVe next to its LSTM layers) is zero-padded on the right; ``layer_widths`` gives each
 layer's own width. Sentences are read ``batch_size * chunk_batches`` at a time (so any iterable can be
 streamed), batched by ``batching.plan_batches`` under ``max_batch_tokens``, and returned in input
-order. A subclass says how to run one batch (``embed_batch``) and names its layers.
+order. A batch holding a sentence of more than ``max_window_tokens`` tokens runs in windows of that
+many positions of each row, with the vectors of the whole sentences (``batching.py``). A subclass says
+how to run one batch (``embed_batch``) and names its layers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from itertools import islice
 
 import numpy as np
 
-from ..batching import MAX_BATCH_TOKENS, default_rows, plan_batches
+from ..batching import MAX_BATCH_TOKENS, MAX_WINDOW_TOKENS, default_rows, plan_batches
+from ..errors import ContextualError
 
 # sentences are read, sorted by length and batched batch_size * CHUNK_BATCHES at a time, and their arrays
 # held together: 2,048 sentences at the default 256 rows
@@ -30,8 +33,14 @@ class Embedder:
     #: each layer's own width; arrays are ``max(layer_widths)`` wide
     layer_widths: list[int]
 
-    def __init__(self, max_batch_tokens: int = MAX_BATCH_TOKENS):
+    def __init__(self, max_batch_tokens: int = MAX_BATCH_TOKENS, max_window_tokens: int = MAX_WINDOW_TOKENS):
+        if isinstance(max_window_tokens, bool) or not isinstance(max_window_tokens, int) or max_window_tokens < 1:
+            raise ContextualError(
+                f"max_window_tokens must be a whole number of at least 1, got {max_window_tokens!r} (default "
+                f"{MAX_WINDOW_TOKENS:,})"
+            )
         self.max_batch_tokens = max_batch_tokens
+        self.max_window_tokens = max_window_tokens
 
     @property
     def num_layers(self) -> int:

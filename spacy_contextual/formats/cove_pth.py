@@ -19,10 +19,10 @@ import torch
 from ..errors import ContextualError
 from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
-from ..models.text import SPECIALS
+from ..mt_text import SPECIALS
 from ..types import PathLike
-from .vectors import load_vectors
 from .weights_only import load_weights_only
+from .word_vectors import load_vectors
 
 INPUT_DIM, HIDDEN_DIM, NUM_LAYERS = 300, 300, 2
 

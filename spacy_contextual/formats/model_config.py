@@ -13,50 +13,21 @@ pipeline stores for its ``elmo`` component, and is checked with the same rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import ModelDirError
+from ..kinds import a_model
 from ..models.chars import MAX_CHARACTERS_PER_TOKEN, N_CHARACTERS
 from ..models.seq2seq import ATTENTION_FORMS
+from ..schema import BOOLEAN, OBJECT, Rule, integer, number, one_of, positive_or_null, shown, validate_section
+
+__all__ = ["BOOLEAN", "OBJECT", "Rule", "integer", "number", "one_of", "positive_or_null", "validate_section"]
 
 FORMAT_VERSIONS = (1,)
 PRECISIONS = ("float32", "float16", "int8")
 MAX_WIDTH, MAX_LAYERS, MAX_VOCAB = 2**16, 64, 2**24
 
 
-class Rule(NamedTuple):
-    expects: str  # what the value must be, for the message
-    test: Callable[[Any], bool]
-
-
-def integer(minimum: int, maximum: int | None = None) -> Rule:
-    return Rule(
-        f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum:_}"),
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and minimum <= v <= (maximum or v),
-    )
-
-
-def number(minimum: float, maximum: float) -> Rule:
-    return Rule(
-        f"a number in [{minimum}, {maximum}]",
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and minimum <= v <= maximum,
-    )
-
-
-def positive_or_null() -> Rule:
-    return Rule(
-        "a number > 0, or null for none",
-        lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0),
-    )
-
-
-def one_of(*options: Any) -> Rule:
-    return Rule(f"one of {', '.join(map(repr, options))}", lambda v: not isinstance(v, bool) and v in options)
-
-
-BOOLEAN = Rule("true or false", lambda v: isinstance(v, bool))
-OBJECT = Rule("a JSON object", lambda v: isinstance(v, dict))
 FILTERS = Rule(
     f"a list of 1 to {MAX_LAYERS} [width, count] pairs (width in [1, {MAX_CHARACTERS_PER_TOKEN}], count in "
     f"[1, {MAX_WIDTH:_}])",
@@ -142,41 +113,17 @@ def validate_config(config: Any, kind: str, source: str) -> dict[str, Any]:
     if "kind" not in config:
         raise ModelDirError(f"{source} lacks the key 'kind': it is not a spacy-contextual model config")
     if config["kind"] != kind:
-        raise ModelDirError(f"{source} describes a {config['kind']!r} model, not a {kind!r} model")
+        raise ModelDirError(f"{source} describes {a_model(config['kind'])}, not {a_model(kind)}")
     version = config.get("format_version")
     if "format_version" not in config:
         raise ModelDirError(f"{source} lacks the key 'format_version' ({', '.join(map(str, FORMAT_VERSIONS))})")
     if not integer(1).test(version) or version not in FORMAT_VERSIONS:
         newer = integer(1).test(version) and version > max(FORMAT_VERSIONS)
         raise ModelDirError(
-            f"{source}: format_version {version!r} is not one this spacy-contextual reads "
+            f"{source}: format_version {shown(version)} is not one this spacy-contextual reads "
             f"({', '.join(map(str, FORMAT_VERSIONS))})"
             + ("; it was written by a newer version: upgrade spacy-contextual" if newer else "")
         )
     rest = {k: v for k, v in config.items() if k not in ("kind", "format_version")}
     validate_section(rest, SCHEMAS[kind], source)
     return config
-
-
-def validate_section(
-    values: Any, schema: dict[str, Any], source: str, prefix: str = "", other_keys: bool = False
-) -> dict[str, Any]:
-    """Every key of ``schema`` present and valid, no other key unless ``other_keys`` (a file of another
-    project's, whose other keys we do not read); ``prefix`` names the section in messages."""
-    if not isinstance(values, dict):
-        raise ModelDirError(f"{source}: {prefix.rstrip('.') or 'the config'} is {values!r}; expected a JSON object")
-    for key, rule in schema.items():
-        name = prefix + key
-        if key not in values:
-            expects = "an object" if isinstance(rule, dict) else rule.expects
-            raise ModelDirError(f"{source} lacks the key {name!r} ({expects}); the file is incomplete or damaged")
-        if isinstance(rule, dict):
-            validate_section(values[key], rule, source, name + ".")
-        elif not rule.test(values[key]):
-            raise ModelDirError(f"{source}: {name} is {values[key]!r}; expected {rule.expects}")
-    unknown = sorted(set(values) - set(schema))
-    if unknown and not other_keys:
-        raise ModelDirError(
-            f"{source} has unknown keys {[prefix + k for k in unknown]}; known: {[prefix + k for k in schema]}"
-        )
-    return values

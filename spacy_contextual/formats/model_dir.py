@@ -37,6 +37,7 @@ SHARD_PATTERN = "model-*-of-*.safetensors"
 MAX_SHARD_BYTES = 15 * 2**19  # 7.5 MiB
 VOCAB_NAME, TARGET_VOCAB_NAME = "vocab.txt", "target_vocab.txt"
 WORD_LISTS = (VOCAB_NAME, TARGET_VOCAB_NAME, "word.dic", "char.dic")  # the .dic files: kind elmo-manylangs
+ALIGNMENT = 64  # bytes: torch's CPU allocator aligns every tensor so (c10's gAlignment)
 
 
 def _shards(tensors: dict[str, torch.Tensor], max_bytes: int) -> list[dict[str, torch.Tensor]]:
@@ -182,7 +183,15 @@ def load_tensors(path: PathLike, dtype: torch.dtype = torch.float32) -> dict[str
             raise ModelDirError(f"{file} is not a readable safetensors file ({error}); the file is damaged") from None
         check_finite(loaded, str(file))
         tensors.update(loaded)
-    return {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in tensors.items()}
+    return {k: aligned(v.to(dtype) if v.is_floating_point() else v) for k, v in tensors.items()}
+
+
+def aligned(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` at an address that is a multiple of ``ALIGNMENT`` bytes, as torch allocates every tensor:
+    a safetensors file puts its tensors 8 bytes apart, and a matrix kernel may round differently (and run
+    slower) on a weight that starts mid-cache-line, so a loaded model would not compute the same bits as
+    the same model in memory. A tensor that is not aligned is copied."""
+    return tensor if tensor.data_ptr() % ALIGNMENT == 0 else tensor.clone()
 
 
 def all_finite(tensor: torch.Tensor) -> bool:

@@ -7,7 +7,10 @@ machine), every download (URL, bytes, SHA-256, and whether that digest was publi
 first use) and every file of the directory (bytes, SHA-256). A directory counts as cached only with
 its record, and the record is written inside the directory before it is moved into place, so a killed
 download never looks cached. Every load checks each file's size and digest against the record (once
-per process), every name it lists inside the directory (``integrity.py``).
+per process), every name it lists inside the directory (``integrity.py``). The record also names the
+model's encoder and the catalog it was fetched through (``"shipped"`` or the user catalog's file, for
+information only: nothing is read from it), so a cached model loads by its name alone, whether or not
+that catalog is set now (``cached_models``).
 
 Trust is never reset by accident: a model folder whose record is damaged is refused (it cannot be
 told which version was trusted), and only ``spacy-contextual download NAME --retrust`` replaces it
@@ -21,20 +24,21 @@ the cache and the command to run on a connected machine.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
+from .. import environment
 from ..errors import ContextualError
 from ..integrity import confined, read_table, table_of, verify_files
+from ..kinds import KINDS
 from ..text_files import read_json
-from .catalog import RECORD_NAME, CatalogEntry
+from .catalog import NAME, RECORD_NAME, CatalogEntry, catalog_label, human_bytes
 
-HOME_ENV = "SPACY_CONTEXTUAL_HOME"
-OFFLINE_ENV = "SPACY_CONTEXTUAL_OFFLINE"
+HOME_ENV = environment.HOME.name
+OFFLINE_ENV = environment.OFFLINE.name
 DOWNLOAD_COMMAND = "spacy-contextual download"
 RETRUST = "--retrust"
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"[0-9a-f]{64}")  # fullmatch: "$" would let a final newline through
 PUBLISHED, TRUSTED, PREFIX = "published", "trust-on-first-use", "prefix"
 
 
@@ -43,16 +47,16 @@ class CacheError(ContextualError):
 
 
 def cache_home() -> Path:
-    home = os.environ.get(HOME_ENV, "").strip()
-    if home:
-        return Path(home).expanduser()
+    home = environment.HOME.get()
+    if home is not None:
+        return home
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("spacy-contextual"))
 
 
 def is_offline() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return environment.OFFLINE.get()
 
 
 def model_cache_dir(name: str) -> Path:
@@ -83,7 +87,7 @@ def read_record(directory: Path) -> dict | None:
     record = read_json(path, fix, CacheError)
     downloads = record.get("downloads") if isinstance(record, dict) else None
     if not isinstance(downloads, dict) or not all(
-        isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and HEX64.match(entry["sha256"])
+        isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and HEX64.fullmatch(entry["sha256"])
         for entry in downloads.values()
     ):
         raise CacheError(f"{path} is damaged (every download needs its 64-digit sha256); {fix}")
@@ -124,9 +128,11 @@ def checked_record(directory: Path) -> dict | None:
 
 
 def write_record(directory: Path, entry: CatalogEntry, downloads: dict[str, dict]) -> dict:
-    """Record ``downloads`` and the size and digest of every file now in ``directory``."""
+    """Record ``downloads``, the catalog they came through and the size and digest of every file now in
+    ``directory``."""
     names = recorded_names(directory)
-    record = {"name": entry.name, "encoder": entry.encoder, "format": entry.format, "downloads": downloads}
+    record = {"name": entry.name, "encoder": entry.encoder, "format": entry.format, "language": entry.language}
+    record.update(catalog=catalog_label(entry.origin), downloads=downloads)
     record["files"] = table_of(directory, names)
     (directory / RECORD_NAME).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
@@ -179,5 +185,23 @@ def cached_state(directory: Path) -> tuple[str, dict | None]:
     return f"yes, {human_bytes(cached_bytes(record))}", record
 
 
-def human_bytes(size: int) -> str:
-    return f"{size / 2**30:,.2f} GiB" if size >= 2**30 else f"{size / 2**20:,.1f} MiB"
+def cached_record(name: str) -> dict | None:
+    """The record of the cached model ``name`` when it is one, readable, of a known encoder; else None
+    (nothing is checked here beyond the record itself: loading checks the files)."""
+    if not NAME.fullmatch(name):
+        return None
+    try:
+        record = read_record(model_cache_dir(name))
+    except (CacheError, OSError):
+        return None
+    return record if record is not None and record.get("encoder") in KINDS else None
+
+
+def cached_models() -> dict[str, dict]:
+    """name -> record of every model in the cache that has a readable record, by name."""
+    try:
+        names = sorted(path.name for path in cache_home().iterdir() if path.is_dir())
+    except OSError:  # no cache yet
+        return {}
+    records = {name: cached_record(name) for name in names}
+    return {name: record for name, record in records.items() if record is not None}

@@ -2,7 +2,9 @@
 
 ``catalog.json`` (shipped with the package) lists the published ELMo and CoVe weights with the URLs
 their authors give; a SHA-256 appears only where one is published, ``sha256_prefix`` where the
-publisher encodes the start of it in the file name (CoVe's ``wmtlstm-8f474287.pth``). A user catalog
+publisher encodes the start of it in the file name (CoVe's ``wmtlstm-8f474287.pth``), ``bytes`` where the
+size is published, with ``bytes_source`` saying where (the download then stops at exactly that size; a
+file whose size is not published is shown as such and bounded by the download limit). A user catalog
 (``SPACY_CONTEXTUAL_CATALOG=FILE`` or ``--catalog FILE``) in the same JSON layout adds entries or
 replaces entries of the same name: an organisation's mirror, private models, a ``file://`` URL.
 
@@ -19,22 +21,24 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import environment
 from ..errors import ContextualError, quoted
+from ..schema import BOOLEAN, TEXT, Rule, integer, list_of, one_of, optional, validate_section
 from ..text_files import read_json
 from ..types import PathLike
+from ..user_paths import expand_user
 from ..writer import MARK
 from .stream import SCHEMES
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
-CATALOG_ENV = "SPACY_CONTEXTUAL_CATALOG"
+CATALOG_ENV = environment.CATALOG.name
 FORMATS = {"bilm_tf": "elmo", "manylangs": "elmo", "cove_pth": "cove", "model_dir": None}
-NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")  # always fullmatch: "$" would let a final newline through
 RECORD_NAME = "download.json"  # each cached model's record (cache.py)
-FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-HEX = re.compile(r"^[0-9a-f]+$")
-FILE_KEYS = {"url", "mirrors", "sha256", "sha256_prefix", "bytes", "unpack"}
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+HEX = re.compile(r"[0-9a-f]+")
+MAX_FILE_BYTES = 2**62
 WORKING_ENDINGS = (".tmp", ".old", ".new", ".lock", ".owner")  # never a model: the cache's or a user's own files
-ENTRY_KEYS = {"encoder", "format", "language", "size", "source", "licence", "notes", "files"}
 
 
 class CatalogError(ContextualError):
@@ -49,6 +53,7 @@ class CatalogFile:
     sha256_prefix: str | None = None
     bytes: int | None = None
     unpack: bool = False
+    bytes_source: str | None = None  # where ``bytes`` is published
 
 
 @dataclass(frozen=True)
@@ -75,77 +80,81 @@ class CatalogEntry:
         return None if None in sizes else sum(sizes)
 
 
+URL = Rule(
+    "an http://, https:// or file:/// URL",
+    lambda v: isinstance(v, str) and "://" in v and v.split("://", 1)[0] in SCHEMES,
+)
+FILE_SCHEMA = {
+    "url": URL,
+    "mirrors": list_of(URL, "http://, https:// or file:/// URLs"),
+    "sha256": Rule("64 lowercase hex digits", lambda v: isinstance(v, str) and len(v) == 64 and HEX.fullmatch(v)),
+    "sha256_prefix": Rule(
+        "1 to 64 lowercase hex digits", lambda v: isinstance(v, str) and 0 < len(v) <= 64 and HEX.fullmatch(v)
+    ),
+    "bytes": Rule("a positive whole number of bytes", integer(1, MAX_FILE_BYTES).test),
+    "bytes_source": Rule("the text saying where 'bytes' is published", lambda v: isinstance(v, str) and v.strip()),
+    "unpack": BOOLEAN,
+}
+ENTRY_SCHEMA = {
+    "encoder": one_of("elmo", "cove"),
+    "format": one_of(*FORMATS),
+    **{key: optional(TEXT) for key in ("language", "size", "source", "licence", "notes")},
+    "files": Rule("an object {file name: {'url': ...}} with at least one file", lambda v: isinstance(v, dict) and v),
+}
+
+
 def _file(origin: str, model: str, name: str, spec: object) -> CatalogFile:
-    where = f"{origin}: model {model!r}, file {name!r}"
-    if not isinstance(spec, dict) or not FILE_NAME.match(name):
+    where = f"{origin}: model {model!r}, file {quoted(name, 60)}"
+    if not FILE_NAME.fullmatch(name):
         raise CatalogError(f"{where}: give a plain file name (letters, digits, . _ -) mapped to {{'url': ...}}")
     if name == RECORD_NAME:
         raise CatalogError(f"{where}: {RECORD_NAME} is the name of the cache's own record; give the file another name")
-    unknown = sorted(set(spec) - FILE_KEYS)
-    if unknown:
-        raise CatalogError(f"{where}: unknown keys {unknown}; allowed: {sorted(FILE_KEYS)}")
-    mirrors = spec.get("mirrors", [])
-    if not isinstance(mirrors, list):
-        raise CatalogError(f"{where}: 'mirrors' must be a list of URLs, not {type(mirrors).__name__}")
-    urls = [spec.get("url"), *mirrors]
-    if not all(isinstance(url, str) and url.split("://", 1)[0] in SCHEMES and "://" in url for url in urls):
-        raise CatalogError(f"{where}: 'url' and every mirror must be an http://, https:// or file:/// URL")
-    sha256, prefix, size = spec.get("sha256"), spec.get("sha256_prefix"), spec.get("bytes")
-    if sha256 is not None and not (isinstance(sha256, str) and len(sha256) == 64 and HEX.match(sha256)):
-        raise CatalogError(f"{where}: 'sha256' must be 64 lowercase hex digits")
-    if prefix is not None and not (isinstance(prefix, str) and 0 < len(prefix) <= 64 and HEX.match(prefix)):
-        raise CatalogError(f"{where}: 'sha256_prefix' must be lowercase hex digits")
-    if size is not None and not (type(size) is int and size > 0):
-        raise CatalogError(f"{where}: 'bytes' must be a positive integer")
+    validate_section(spec, FILE_SCHEMA, where, required=("url",), error=CatalogError)
     unpack = spec.get("unpack", False)
-    if not isinstance(unpack, bool) or (unpack and not name.endswith(".zip")):
-        raise CatalogError(f"{where}: 'unpack' is true or false and applies to .zip archives only")
-    return CatalogFile(name, tuple(urls), sha256, prefix, size, unpack)
+    if unpack and not name.endswith(".zip"):
+        raise CatalogError(f"{where}: 'unpack' applies to .zip archives only")
+    if "bytes_source" in spec and "bytes" not in spec:
+        raise CatalogError(f"{where}: 'bytes_source' says where 'bytes' is published; give both")
+    urls = (spec["url"], *spec.get("mirrors", []))
+    sha256, prefix, size = spec.get("sha256"), spec.get("sha256_prefix"), spec.get("bytes")
+    return CatalogFile(name, urls, sha256, prefix, size, unpack, spec.get("bytes_source"))
 
 
 def _entry(origin: str, name: str, spec: object) -> CatalogEntry:
-    if not isinstance(name, str) or not NAME.match(name):
-        raise CatalogError(f"{origin}: model name {name!r} must be lowercase letters, digits, . _ - (at most 100)")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise CatalogError(
+            f"{origin}: model name {quoted(name, 60)} must be lowercase letters, digits, . _ - (at most 100)"
+        )
     if name.endswith(WORKING_ENDINGS) or MARK in name:
         raise CatalogError(
             f"{origin}: model name {name!r} ends like a working name of the cache ({', '.join(WORKING_ENDINGS)}); "
             "choose another name"
         )
-    if not isinstance(spec, dict):
-        raise CatalogError(f"{origin}: model {name!r} must be an object with encoder, format, files")
-    unknown = sorted(set(spec) - ENTRY_KEYS)
-    if unknown:
-        raise CatalogError(f"{origin}: model {name!r} has unknown keys {unknown}; allowed: {sorted(ENTRY_KEYS)}")
-    encoder, file_format = spec.get("encoder"), spec.get("format")
-    known = isinstance(file_format, str) and file_format in FORMATS and isinstance(encoder, str)
-    if not known or encoder not in ("elmo", "cove") or FORMATS[file_format] not in (None, encoder):
+    where = f"{origin}: model {name!r}"
+    validate_section(spec, ENTRY_SCHEMA, where, required=("encoder", "format", "files"), error=CatalogError)
+    encoder, file_format = spec["encoder"], spec["format"]
+    if FORMATS[file_format] not in (None, encoder):
         raise CatalogError(
-            f"{origin}: model {name!r} has encoder {encoder!r} and format {file_format!r}; the encoder is elmo or cove "
+            f"{where} has encoder {encoder!r} and format {file_format!r}; the encoder is elmo or cove "
             "and the format one of bilm_tf, manylangs (elmo), cove_pth (cove), model_dir (either)"
         )
-    files = spec.get("files")
-    if not isinstance(files, dict) or not files:
-        raise CatalogError(f"{origin}: model {name!r} needs 'files': {{file name: {{'url': ...}}}}")
-    texts = {key: spec.get(key) for key in ("language", "size", "source", "licence", "notes")}
-    if not all(value is None or isinstance(value, str) for value in texts.values()):
-        raise CatalogError(f"{origin}: model {name!r}: language, size, source, licence and notes are strings")
     return CatalogEntry(
         name=name,
         encoder=encoder,
         format=file_format,
-        language=texts["language"] or "",
-        size=texts["size"],
-        source=texts["source"] or "",
-        licence=texts["licence"] or "not stated",
-        notes=texts["notes"],
-        files=tuple(_file(origin, name, file_name, file_spec) for file_name, file_spec in files.items()),
+        language=spec.get("language") or "",
+        size=spec.get("size"),
+        source=spec.get("source") or "",
+        licence=spec.get("licence") or "not stated",
+        notes=spec.get("notes"),
+        files=tuple(_file(origin, name, file_name, file_spec) for file_name, file_spec in spec["files"].items()),
         origin=origin,
     )
 
 
 def read_catalog(path: PathLike) -> dict[str, CatalogEntry]:
     """The entries of one catalog file, validated."""
-    path = Path(path).expanduser()
+    path = expand_user(path, "the model catalog")
     if not path.is_file():
         raise CatalogError(f"the model catalog {path} does not exist; give the path of a catalog JSON file")
     document = read_json(path, "give a model catalog JSON file", CatalogError)
@@ -159,7 +168,7 @@ def load_catalog(user_catalog: PathLike | None = None) -> dict[str, CatalogEntry
     """The shipped catalog, with the user catalog's entries (``user_catalog`` or $SPACY_CONTEXTUAL_CATALOG)
     added or put in place of the shipped ones of the same name."""
     entries = dict(read_catalog(CATALOG_PATH))
-    user = user_catalog or os.environ.get(CATALOG_ENV, "").strip()
+    user = user_catalog or environment.CATALOG.get()
     if user:
         entries.update(read_catalog(user))
     return entries
@@ -176,14 +185,45 @@ def get_entry(name: str, user_catalog: PathLike | None = None) -> CatalogEntry:
     return entry
 
 
+def human_bytes(size: int) -> str:
+    return f"{size / 2**30:,.2f} GiB" if size >= 2**30 else f"{size / 2**20:,.1f} MiB"
+
+
+def download_size(entry: CatalogEntry) -> str:
+    """The download's published size in words: "357.1 MiB", "size not published", or "2.03 GiB + 1 file
+    of unpublished size" when only some of its files publish theirs."""
+    known = [file.bytes for file in entry.files if file.bytes is not None]
+    missing = len(entry.files) - len(known)
+    if not known:
+        return "size not published"
+    if not missing:
+        return human_bytes(sum(known))
+    return f"{human_bytes(sum(known))} + {missing} file{'s' if missing > 1 else ''} of unpublished size"
+
+
+def catalog_label(origin: str) -> str:
+    """ "shipped" for the package's catalog, else the user catalog's file."""
+    return "shipped" if origin == str(CATALOG_PATH) else origin
+
+
 def markdown_table(entries) -> str:
-    """The table of models in docs/models.md: one row per entry, with the line that loads it."""
-    lines = ["| Name | Language | Size | About | Source | Licence | Use |", "|---|---|---|---|---|---|---|"]
+    """The tables of models in docs/models.md: one row per entry, with its download size and the line
+    that loads it; then one row per file whose size is published, saying where."""
+    entries = list(entries)
+    lines = [
+        "| Name | Language | Size | Download | About | Source | Licence | Use |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for entry in entries:
         source = entry.source.split("://", 1)[-1].rstrip("/")
         use = f'`load_encoder("{entry.encoder}", "{entry.name}")`'
-        cells = [f"`{entry.name}`", entry.language, entry.size or "-", entry.notes or "-"]
+        cells = [f"`{entry.name}`", entry.language, entry.size or "-", download_size(entry), entry.notes or "-"]
         lines.append("| " + " | ".join([*cells, f"[{source}]({entry.source})", entry.licence, use]) + " |")
+    lines += ["", "| Name | File | Bytes | Where the size is published |", "|---|---|---|---|"]
+    for entry in entries:
+        for file in entry.files:
+            if file.bytes is not None:
+                lines.append(f"| `{entry.name}` | {file.name} | {file.bytes:,} | {file.bytes_source or '-'} |")
     return "\n".join(lines)
 
 
@@ -191,4 +231,4 @@ def use_catalog(catalog: PathLike | None) -> None:
     """``--catalog FILE`` reaches every loader (and worker process) through the environment variable."""
     if catalog is not None:
         read_catalog(catalog)  # a bad file fails here, with its name
-        os.environ[CATALOG_ENV] = str(Path(catalog).expanduser().resolve())
+        os.environ[CATALOG_ENV] = str(expand_user(catalog, "--catalog").resolve())

@@ -64,13 +64,6 @@ def report_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def catalog_model_dir(kind: str, entry: CatalogEntry) -> Path:
-    """The cached directory of the catalog model ``entry`` (fetched on first use), for a ``kind`` encoder."""
-    if entry.encoder != kind:
-        raise ContextualError(f"{entry.name!r} is an {entry.encoder} model; this needs a {kind} model")
-    return fetch(entry)
-
-
 def fetch(entry: CatalogEntry, report: Callable[[str], None] = report_to_stderr, progressbar: bool = True) -> Path:
     """The cache directory holding ``entry``'s files, checked; downloaded first if it is not cached.
 

@@ -8,43 +8,29 @@
 * ``SPACY_CONTEXTUAL_LOCK_WAIT`` (3,600 s): the longest a process waits for another one that is
   downloading the same model.
 
-An archive may also hold at most ``MAX_MEMBERS`` members, and none may unpack to more than
+Each is read through ``environment.py``, whose ranges stop at what the code can use (a socket waits at
+most ``LONGEST_POLL_S``, a timer thread ``LONGEST_TIMER_S``); a value out of range is one line naming the
+variable. An archive may also hold at most ``MAX_MEMBERS`` members, and none may unpack to more than
 ``MAX_RATIO`` times its compressed size (members under ``RATIO_FLOOR`` bytes excepted).
 """
 
 from __future__ import annotations
 
-import os
+from .. import environment
 
-from ..errors import ContextualError
-
-TIMEOUT_ENV = "SPACY_CONTEXTUAL_TIMEOUT"
-DEADLINE_ENV = "SPACY_CONTEXTUAL_DOWNLOAD_DEADLINE"
-MAX_BYTES_ENV = "SPACY_CONTEXTUAL_MAX_DOWNLOAD_BYTES"
-MAX_UNPACKED_ENV = "SPACY_CONTEXTUAL_MAX_UNPACKED_BYTES"
-LOCK_WAIT_ENV = "SPACY_CONTEXTUAL_LOCK_WAIT"
-DEFAULTS = {
-    TIMEOUT_ENV: 60,
-    DEADLINE_ENV: 3600,
-    MAX_BYTES_ENV: 4 * 2**30,
-    MAX_UNPACKED_ENV: 16 * 2**30,
-    LOCK_WAIT_ENV: 3600,
-}
+TIMEOUT_ENV = environment.TIMEOUT.name
+DEADLINE_ENV = environment.DOWNLOAD_DEADLINE.name
+MAX_BYTES_ENV = environment.MAX_DOWNLOAD_BYTES.name
+MAX_UNPACKED_ENV = environment.MAX_UNPACKED_BYTES.name
+LOCK_WAIT_ENV = environment.LOCK_WAIT.name
 MAX_MEMBERS = 10_000
 MAX_RATIO = 200
 RATIO_FLOOR = 2**20
 
 
 def limit(name: str) -> float:
-    """The value of the limit ``name`` (one of ``DEFAULTS``): its environment variable, else the default."""
-    text = os.environ.get(name, "").strip()
-    try:
-        value = float(text.replace("_", "")) if text else float(DEFAULTS[name])
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise ContextualError(f"{name}={text!r} is not a number above 0; unset it for the default, {DEFAULTS[name]:,}")
-    return value
+    """The value of the limit ``name`` (one of the ``*_ENV`` names): its variable, in its range, else the default."""
+    return environment.VARIABLES[name].get()
 
 
 def byte_limit(name: str) -> int:

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from ..errors import ContextualError
+from ..text_files import MAX_INTEGER_DIGITS
 from ..writer import apply_umask
 from .deadline import Deadline, deadline_session
 from .limits import DEADLINE_ENV, MAX_BYTES_ENV, TIMEOUT_ENV, limit
@@ -92,10 +93,14 @@ class BoundedDownloader:
         headers = {"Accept-Encoding": "identity"}
         with session.get(url, stream=True, timeout=(timeout, timeout), headers=headers) as response:
             response.raise_for_status()
-            announced = response.headers.get("Content-Length", "")
-            if announced.isdigit() and int(announced) > self.cap:
-                raise self.too_large(f"the server announces {int(announced):,} bytes")
-            progress = _progress(int(announced) if announced.isdigit() else None, self.progressbar)
+            header = response.headers.get("Content-Length", "").strip()
+            digits = header.isascii() and header.isdigit()
+            if digits and len(header) > MAX_INTEGER_DIGITS:  # counted before int() reads thousands of digits
+                raise self.too_large(f"the server announces a size of {len(header):,} digits")
+            announced = int(header) if digits else None
+            if announced is not None and announced > self.cap:
+                raise self.too_large(f"the server announces {announced:,} bytes")
+            progress = _progress(announced, self.progressbar)
             received = 0
             try:
                 while chunk := _read(response.raw, requests, urllib3):

@@ -28,9 +28,9 @@ from thinc.api import Dropout, Linear, Model, chain, concatenate, with_array
 from .frozen import frozen as frozen_encoder
 from .layer_mix import LayerMix
 from .listener import ContextualListener
-from .settings import check_choice, check_count, check_flag, check_fraction
+from .setting_checks import check_choice, check_count, check_flag, check_fraction
+from .signatures import DocsToLayers, DocsToVectors, VectorsToVectors
 from .static_and_mixed import StaticAndMixed
-from .types import DocsToLayers, DocsToVectors, VectorsToVectors
 
 
 def build_mixed_tok2vec(

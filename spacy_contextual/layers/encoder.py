@@ -23,7 +23,7 @@ from ..batching import plan_batches
 from ..errors import quoted
 from .segments import Segment, doc_segments
 from .shim import EncoderShim
-from .types import DocsToLayers
+from .signatures import DocsToLayers
 
 
 def ContextualEncoder(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from thinc.api import Model
 
-from .types import DocsToLayers
+from .signatures import DocsToLayers
 
 
 def frozen(encoder: DocsToLayers) -> DocsToLayers:

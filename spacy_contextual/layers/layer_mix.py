@@ -14,7 +14,7 @@ from __future__ import annotations
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
-from .settings import check_finite, check_flag, check_fraction
+from .setting_checks import check_finite, check_flag, check_fraction
 
 LAYER_NORM_EPS = 1e-6
 

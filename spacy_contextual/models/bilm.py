@@ -12,7 +12,9 @@ The returned activations are ``h_{k,0} = [x_k; x_k]`` and ``h_{k,j} = [fwd_{k,j}
 
 Stateless (default): every call starts from zero state. ``stateful=True`` carries (h, c) of every
 layer and direction from call to call per batch row, exactly as bilm-tf and AllenNLP do; the carried
-state moves with the module (``.to(device)``).
+state moves with the module (``.to(device)``). Sentence i of a batch continues carried row
+``state_rows(sentences)[i]`` (row i here; a subclass may order them otherwise); ``carried_states`` and
+``carry_states`` read and keep them for a caller that runs the stacks itself (``bilm_windows.py``).
 """
 
 from __future__ import annotations
@@ -172,20 +174,18 @@ class BiLM(nn.Module):
         self, sentences: Sequence[Sequence[str]], token_cache: TokenVectorCache | None = None
     ) -> BiLMOutput:
         """The biLM over tokenised sentences (boundaries added); the char CNN runs once per distinct
-        word, through ``token_cache`` when given (kept across calls while no gradient flows)."""
+        word, through ``token_cache`` when given (kept across calls while no gradient flows). Stateful,
+        sentence i continues carried row ``state_rows(sentences)[i]``."""
         cache = TokenVectorCache(0) if token_cache is None else token_cache
-        return self.encode(*cache.token_vectors(self.token_encoder, sentences))
+        return self.encode(*cache.token_vectors(self.token_encoder, sentences), rows=self.state_rows(sentences))
 
-    def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> BiLMOutput:
-        """Run the LSTM stacks over token vectors ``(B, T+2, P)`` (boundaries included)."""
+    def encode(self, tokens: torch.Tensor, mask: torch.Tensor, rows: Sequence[int] | None = None) -> BiLMOutput:
+        """Run the LSTM stacks over token vectors ``(B, T+2, P)`` (boundaries included); batch row b
+        continues carried row ``rows[b]`` (stateful; default b)."""
         tokens = tokens * mask.unsqueeze(-1).to(tokens.dtype)
         lengths = mask.sum(-1)
-        initial = self._initial_states(tokens.shape[0], tokens)
-        fwd_states = bwd_states = None
-        if initial is not None:
-            fwd_states, bwd_states = zip(
-                *(self._split_state(initial, j) for j in range(self.config.n_layers)), strict=True
-            )
+        rows = range(tokens.shape[0]) if rows is None else rows
+        fwd_states, bwd_states = self.carried_states(rows, tokens)
         fwd_outs, fwd_finals = self.run_direction(self.forward_layers, tokens, lengths, fwd_states)
         bwd_outs, bwd_finals = self.run_direction(
             self.backward_layers, reverse_padded(tokens, lengths), lengths, bwd_states
@@ -194,11 +194,7 @@ class BiLM(nn.Module):
         activations += [
             torch.cat([f, reverse_padded(b, lengths)], dim=-1) for f, b in zip(fwd_outs, bwd_outs, strict=True)
         ]
-        if self.stateful:
-            self._update_states(
-                torch.stack([torch.cat([f[0], b[0]], -1) for f, b in zip(fwd_finals, bwd_finals, strict=True)]),
-                torch.stack([torch.cat([f[1], b[1]], -1) for f, b in zip(fwd_finals, bwd_finals, strict=True)]),
-            )
+        self.carry_states(rows, fwd_finals, bwd_finals)
         return BiLMOutput(activations, mask)
 
     def run_direction(
@@ -231,41 +227,61 @@ class BiLM(nn.Module):
         """Carried (h (L, rows, 2P), c (L, rows, 2D)), last axis [forward | backward]; None if reset."""
         return None if self.carried_h is None else (self.carried_h, self.carried_c)
 
-    def _initial_states(self, batch: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def state_rows(self, sentences: Sequence[Sequence[str]]) -> list[int]:
+        """The carried row each sentence of a batch continues: row i for sentence i."""
+        return list(range(len(sentences)))
+
+    def carried_states(
+        self, rows: Sequence[int], like: torch.Tensor
+    ) -> tuple[list[State], list[State]] | tuple[None, None]:
+        """Each layer's initial (h, c) of the forward and of the backward stack for batch rows continuing
+        carried ``rows`` (h in ``like``'s dtype, c in the cells'); (None, None), zero state, when not
+        stateful or nothing is carried yet."""
         if not self.stateful or self.carried_h is None:
-            return None
+            return None, None
+        self._grow_states(max(rows) + 1)
+        index = torch.tensor(list(rows), device=self.carried_h.device)
+        h, c = self.carried_h.index_select(1, index).to(like.dtype), self.carried_c.index_select(1, index)
+        P, D = self.config.projection_dim, self.config.lstm_dim
+        layers = range(self.config.n_layers)
+        return [(h[j, :, :P], c[j, :, :D]) for j in layers], [(h[j, :, P:], c[j, :, D:]) for j in layers]
+
+    def carry_states(self, rows: Sequence[int], forward: Sequence[State], backward: Sequence[State]) -> None:
+        """Stateful: keep each layer's final (h, c) of both stacks as carried ``rows``. h stays in the
+        weights' dtype (autocast may have lowered it) and c in the cells' (float32 under bf16/fp16 weights).
+        AllenNLP keeps the old state of a row whose new state is all zero (a row that never ran)."""
+        if not self.stateful:
+            return
+        dtype = self.forward_layers[0].state_linearity.weight.dtype
+        new_h = torch.stack([torch.cat([f[0], b[0]], -1) for f, b in zip(forward, backward, strict=True)])
+        new_c = torch.stack([torch.cat([f[1], b[1]], -1) for f, b in zip(forward, backward, strict=True)])
+        new_h, new_c = new_h.detach().to(dtype), new_c.detach().to(torch.promote_types(dtype, torch.float32))
+        index = torch.tensor(list(rows), device=new_h.device)
+        if self.carried_h is None:
+            size = max(rows) + 1
+            self.carried_h = new_h.new_zeros(new_h.shape[0], size, new_h.shape[2])
+            self.carried_c = new_c.new_zeros(new_c.shape[0], size, new_c.shape[2])
+            self.carried_h[:, index], self.carried_c[:, index] = new_h, new_c
+            return
+        self._grow_states(max(rows) + 1)
+        h, c = self.carried_h.clone(), self.carried_c.clone()
+        used = (new_h[0].sum(-1) != 0).view(1, len(index), 1)
+        h[:, index] = torch.where(used, new_h, h[:, index])
+        c[:, index] = torch.where(used, new_c, c[:, index])
+        self.carried_h, self.carried_c = h, c
+
+    def _grow_states(self, size: int) -> None:
+        """Carried rows up to ``size``, the new ones zero (AllenNLP grows its state to the largest batch)."""
         h, c = self.carried_h, self.carried_c
-        if h.shape[1] < batch:
-            grow = batch - h.shape[1]
+        if h.shape[1] < size:
+            grow = size - h.shape[1]
             self.carried_h = torch.cat([h, h.new_zeros(h.shape[0], grow, h.shape[2])], 1)
             self.carried_c = torch.cat([c, c.new_zeros(c.shape[0], grow, c.shape[2])], 1)
-        return self.carried_h[:, :batch].to(like.dtype), self.carried_c[:, :batch]  # c: the LSTM's cell dtype
-
-    def _split_state(self, states: tuple[torch.Tensor, torch.Tensor], layer: int):
-        h, c = states[0][layer], states[1][layer]
-        P, D = self.config.projection_dim, self.config.lstm_dim
-        return (h[:, :P], c[:, :D]), (h[:, P:], c[:, D:])
-
-    def _update_states(self, new_h: torch.Tensor, new_c: torch.Tensor) -> None:
-        """Keep h in the weights' dtype (autocast may have lowered it) and c in the cells' (float32 under
-        bf16/fp16 weights)."""
-        dtype = self.forward_layers[0].state_linearity.weight.dtype
-        new_h, new_c = new_h.detach().to(dtype), new_c.detach().to(torch.promote_types(dtype, torch.float32))
-        if self.carried_h is None:
-            self.carried_h, self.carried_c = new_h, new_c
-            return
-        h, c = self.carried_h.clone(), self.carried_c.clone()
-        rows = new_h.shape[1]
-        # AllenNLP keeps the old state of a row whose new state is all zero (a row that never ran).
-        used = (new_h[0].sum(-1) != 0).view(1, rows, 1)
-        h[:, :rows] = torch.where(used, new_h, h[:, :rows])
-        c[:, :rows] = torch.where(used, new_c, c[:, :rows])
-        self.carried_h, self.carried_c = h, c
 
 
 def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Reverse each row of ``(B, T, ...)`` within its own length; padding stays in place. Whole positions
-    are moved (``index_select`` of the B*T positions: 12x faster than an element-wise ``gather``)."""
+    are moved (``index_select`` of the B*T positions, not an element-wise ``gather``)."""
     batch, steps = tensor.shape[:2]
     positions = torch.arange(steps, device=tensor.device)[None, :]
     index = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)

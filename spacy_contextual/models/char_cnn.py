@@ -16,8 +16,8 @@ width w, and the windows of w characters (E * w values each) are multiplied by a
 once, so the product has n_filters columns and E * w rows. A narrower filter then misses its last
 windows; where a token's last window of w characters lies wholly in its padding (``_spans`` keeps that
 many padding positions), those missed windows are padding too, and their value is already in the
-max. Tokens too long for that (over 50 - w characters) run the convolutions one by one. At ELMo's
-sizes the product is 2.4x faster than seven convolutions in float32 and 5.8x in bf16.
+max. Tokens too long for that (over 50 - w characters) run the convolutions one by one. (What each
+way costs: ``benchmarks/history/elmo_inference.md``.)
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@
 
 Stacking the three at one width keeps one array per sentence, like ELMo's; ``layer_widths`` gives
 each layer's true width (GloVe's 300 next to the LSTMs' 600). Words are looked up lowercased (as the
-model was trained); words outside ``vocab`` get the ``<unk>`` row, the zero vector.
+model was trained); words outside ``vocab`` get the ``<unk>`` row, the zero vector. ``encode_in_windows``
+gives a batch of long sentences the same layers a window of positions at a time
+(``MTLSTM.encode_in_windows``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from ..mt_text import MTVocab, pad
 from .mtlstm import MTLSTM
-from .text import MTVocab, pad
 
 
 class CoveLayers(nn.Module):
@@ -47,3 +49,21 @@ class CoveLayers(nn.Module):
         layers = self.encoder(glove, lengths).layers
         padded = nn.functional.pad(glove, (0, self.encoder.output_dim - glove.shape[-1]))
         return torch.stack([padded, *layers], dim=1)
+
+    def encode_in_windows(
+        self, sentences: Sequence[Sequence[str]], outputs: Sequence[torch.Tensor], window: int
+    ) -> None:
+        """Write the layers ``forward`` gives ``sentences`` (none empty) into ``outputs[i]`` (3, len(sentences[i]),
+        2H), ``window`` positions of a row at a time: what is held besides ``outputs`` is one window of each row."""
+        ids = [self.word_ids([sentence])[0][0] for sentence in sentences]
+        width = self.encoder.input_dim
+
+        def glove(row: int, start: int, stop: int) -> torch.Tensor:
+            return nn.functional.embedding(ids[row][start:stop], self.source_vectors)
+
+        for row, out in enumerate(outputs):
+            out[0, :, width:] = 0
+            for start in range(0, out.shape[1], window):
+                stop = min(start + window, out.shape[1])
+                out[0, start:stop, :width].copy_(glove(row, start, stop))
+        self.encoder.encode_in_windows(glove, [out[1:] for out in outputs], window)

@@ -3,39 +3,38 @@ one pass over memory, where torch runs a dozen element-wise operations:
 
     c_t = clip(sigmoid(z_f) c_{t-1} + sigmoid(z_i) tanh(z_j), +-cell_clip),   h_t = sigmoid(z_o) tanh(c_t)
 
-``lstm_cell.cpp`` is a CPU operator, ``torch.ops.spacy_contextual.lstm_cell_``. ``cell_operator`` builds it
-on first use with ``torch.utils.cpp_extension`` (a C++ compiler and ninja; a few seconds, once), for the
-vector instructions torch itself dispatches to on this CPU, and keeps it in torch's extension cache
-(``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), in a folder named after the torch
-version, that instruction set and a digest of the source and flags (torch's build takes a lock there, so
-parallel processes build it once). Later processes load the library from that folder directly, without
-running the build tool (whose answer depends on which ninja is first on the PATH).
-Its sigmoid is torch's to the bit and its tanh within 2.5e-7 of torch's; it reads the low-precision
-product as it is and adds the gate bias while widening it.
-
-``models/lstm.py`` calls it where a step runs in place (inference, no autograd) on the CPU. Where it cannot
-be built (no compiler: one warning), off Linux, or with ``SPACY_CONTEXTUAL_FUSED_CELL=0``, the same step
-runs as torch operations.
+``lstm_cell.cpp`` is a CPU operator written with torch's vector types (``at::vec``), compiled for the
+instruction set torch itself dispatches to on this CPU (``torch.backends.cpu.get_cpu_capability()``,
+which ``ATEN_CPU_CAPABILITY`` can lower), with the flags torch compiles that capability's kernels with
+(``VARIANTS``). ``cpp_build.py`` builds it once per machine and loads it as a checked file; where it
+cannot be built (no compiler, a failed build: remembered, one warning), off Linux, or with
+``SPACY_CONTEXTUAL_FUSED_CELL`` off, the same step runs as torch operations. ``spacy-contextual info``
+says which, and ``spacy-contextual build`` builds it ahead of the first job (or tries again).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
+import logging
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-SWITCH = "SPACY_CONTEXTUAL_FUSED_CELL"  # "0": the torch operations, never the built operator
+from ..environment import flag
+from .cpp_build import BuildState, OperatorBuild, inspect, load_operators
+
+SWITCH = "SPACY_CONTEXTUAL_FUSED_CELL"  # off: the torch operations, never the built operator
 SOURCE = Path(__file__).with_name("lstm_cell.cpp")
-STALE_LOCK_SECONDS = 600  # a build takes seconds; a lock this old belongs to a killed one
-VECTOR_FLAGS = {  # torch's CPU capability -> the compiler flags and the at::vec implementation it selects
-    "AVX512": [
+NAME = "spacy_contextual_lstm_cell"
+# torch's CPU capability -> the flags torch builds that capability's kernels with (its cmake/Codegen.cmake)
+# and the at::vec implementation they select; DEFAULT is plain C++ that the compiler vectorises.
+VARIANTS = {
+    "DEFAULT": ("-DCPU_CAPABILITY=DEFAULT",),
+    "AVX2": ("-mavx2", "-mfma", "-mf16c", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"),
+    "AVX512": (
         "-mavx512f",
         "-mavx512bw",
         "-mavx512vl",
@@ -43,73 +42,93 @@ VECTOR_FLAGS = {  # torch's CPU capability -> the compiler flags and the at::vec
         "-mfma",
         "-DCPU_CAPABILITY=AVX512",
         "-DCPU_CAPABILITY_AVX512",
-    ],
-    "AVX2": ["-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"],
+    ),
 }
+# the CPU features (torch.cpu.get_capabilities()) each variant's code needs
+REQUIRED_FEATURES = {
+    "DEFAULT": (),
+    "AVX2": ("avx2", "fma3", "f16c"),
+    "AVX512": ("avx512_f", "avx512_bw", "avx512_vl", "avx512_dq"),
+}
+logger = logging.getLogger(__name__)
 
 
-def extensions_root() -> Path:
-    """torch's cache of built C++ extensions."""
-    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+def cell_build(variant: str) -> OperatorBuild:
+    """The build of ``variant`` (a key of ``VARIANTS``); its operator is ``torch.ops.<namespace>.lstm_cell_``."""
+    return OperatorBuild(NAME, SOURCE, variant, VARIANTS[variant], f"spacy_contextual_{variant.lower()}")
+
+
+def this_cpu_variant() -> str | None:
+    """The variant for torch's capability here; None off Linux (the build is GCC's, with OpenMP) and
+    where a capability has no variant (another architecture's vector extension)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    capability = torch.backends.cpu.get_cpu_capability()
+    return next((name for name in VARIANTS if capability.upper() == name), None)
+
+
+def runs_here(variant: str) -> bool:
+    """Whether this CPU has the instructions ``variant``'s code uses."""
+    features = torch.cpu.get_capabilities()
+    return all(features.get(feature, False) for feature in REQUIRED_FEATURES[variant])
 
 
 def fused_cell_enabled() -> bool:
-    return os.environ.get(SWITCH, "1").strip() != "0"
+    return flag(SWITCH, True)
+
+
+def cell_state() -> BuildState:
+    """Where the cell stands here, building nothing: what ``spacy-contextual info`` prints."""
+    variant = this_cpu_variant()
+    if not fused_cell_enabled():
+        return BuildState("off", None, f"{SWITCH} is off")
+    if variant is None:
+        capability = torch.backends.cpu.get_cpu_capability()
+        return BuildState("not used", None, f"no build for torch's CPU capability {capability} on {sys.platform}")
+    return inspect(cell_build(variant))
+
+
+def build_cell(force: bool, announce: Callable[[str], None] | None = None) -> BuildState:
+    """Build (``force``: again, also after a recorded failure) and load the cell for this CPU."""
+    variant = this_cpu_variant()
+    if variant is None:
+        return cell_state()
+    return load_operators(cell_build(variant), force=force, announce=announce)
 
 
 @functools.cache
 def cell_operator() -> Callable | None:
-    """``torch.ops.spacy_contextual.lstm_cell_(gates, bias, c, cell_clip, h)``, built or loaded once per
-    process; None where it cannot be built (one warning naming why)."""
-    if not sys.platform.startswith("linux"):  # the build below is GCC's (OpenMP from torch's libgomp)
+    """``op(gates, bias, c, cell_clip, h)`` for this CPU, loaded (or built, the first time on a machine)
+    once per process; None where it cannot be (the process that finds a build failing warns once)."""
+    variant = this_cpu_variant()
+    if variant is None:
         return None
-    capability = torch.backends.cpu.get_cpu_capability()
-    vector_flags = next((flags for name, flags in VECTOR_FLAGS.items() if capability.startswith(name)), [])
-    cflags, ldflags = ["-O3", "-fopenmp", *vector_flags], ["-lgomp"]
-    name = "spacy_contextual_lstm_cell"
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(cflags + ldflags).encode()).hexdigest()[:12]
-    build_directory = (
-        extensions_root() / f"{name}-torch{torch.__version__}-{capability if vector_flags else 'generic'}-{digest}"
-    )
-    library, lock = build_directory / f"{name}.so", build_directory / "lock"
-    if _stale(lock):  # left by a build that was killed: torch's build would wait for it forever
-        lock.unlink(missing_ok=True)
-    if library.exists() and not lock.exists():  # built, and no build under way
-        try:
-            torch.ops.load_library(str(library))
-            return torch.ops.spacy_contextual.lstm_cell_
-        except (OSError, RuntimeError):  # not a loadable library (a build that was cut short): build it again
-            pass
-    print(f"spacy-contextual: building the fused LSTM cell for this CPU, once, in {build_directory}", file=sys.stderr)
-    from torch.utils import cpp_extension  # imports setuptools: 0.08 s, only to build
-
-    try:
-        build_directory.mkdir(parents=True, exist_ok=True)
-        cpp_extension.load(
-            name=name,
-            sources=[str(SOURCE)],
-            extra_cflags=cflags,
-            extra_ldflags=ldflags,
-            build_directory=str(build_directory),
-            is_python_module=False,
+    build = cell_build(variant)
+    before = inspect(build)
+    state = load_operators(build, announce=_announce)
+    if state.usable:
+        return getattr(torch.ops, build.namespace).lstm_cell_
+    if state.state == "refused":  # nothing is recorded in a folder that is not the user's: say it each time
+        warnings.warn(f"the fused LSTM cell is not loaded: {state.detail}", stacklevel=2)
+    elif state != before:  # this process found the build failing (recorded: later ones stay quiet)
+        fix = (
+            "install a C++ compiler (g++)"
+            if "no C++ compiler" in state.detail
+            else "`spacy-contextual build` shows the compiler's output and tries again"
         )
-    except (OSError, RuntimeError, ImportError) as error:  # no compiler or ninja, or the build failed
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         warnings.warn(
-            f"The fused LSTM cell could not be built ({reason[:200]}); the LSTM runs as torch operations, "
-            f"which is slower. Install a C++ compiler (g++) to use it, or set {SWITCH}=0 to silence this.",
+            f"the fused LSTM cell could not be built ({state.detail}); the LSTM runs as torch operations, "
+            f"which is slower: {fix}, or set {SWITCH}=0 to silence this",
             stacklevel=2,
         )
-        return None
-    return torch.ops.spacy_contextual.lstm_cell_
+    return None
 
 
-def _stale(lock: Path) -> bool:
-    """A build lock older than any build takes (seconds on an idle machine)."""
-    try:
-        return time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS
-    except OSError:  # no lock
-        return False
+def _announce(line: str) -> None:
+    """A build's start and end: on a terminal, and in the log (never into a command's piped output)."""
+    logger.info(line)
+    if sys.stderr.isatty():
+        print(f"spacy-contextual: {line}", file=sys.stderr)
 
 
 def fused_cell_operator(device: torch.device, cell_dtype: torch.dtype, weight_dtype: torch.dtype) -> Callable | None:

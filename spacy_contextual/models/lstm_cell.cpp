@@ -1,4 +1,5 @@
-// The fused LSTM cell step: torch.ops.spacy_contextual.lstm_cell_ (built by models/fused_cell.py).
+// The fused LSTM cell step: torch.ops.<OPERATOR_NAMESPACE>.lstm_cell_ (built by models/fused_cell.py, one
+// namespace per CPU variant, so that the variants can be loaded side by side).
 //
 // With the gate pre-activations z^T = [z_i; z_j; z_f; z_o] (4D, cols; its rows may lie further apart than
 // cols, as columns of a wider product do), plus b (4D, one value per row) when given, and the cell state c^T
@@ -132,7 +133,12 @@ void lstm_cell_(const at::Tensor& gates, const std::optional<at::Tensor>& bias, 
 
 }  // namespace
 
-TORCH_LIBRARY(spacy_contextual, m) {
+#ifndef OPERATOR_NAMESPACE
+#error "OPERATOR_NAMESPACE: the namespace the operator registers in (-DOPERATOR_NAMESPACE=name)"
+#endif
+#define OPERATOR_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands OPERATOR_NAMESPACE before TORCH_LIBRARY pastes it
+
+OPERATOR_LIBRARY(OPERATOR_NAMESPACE, m) {
   m.def("lstm_cell_(Tensor gates, Tensor? bias, Tensor(a!) c, float? cell_clip, Tensor(b!) h) -> ()");
   m.impl("lstm_cell_", c10::DispatchKey::CPU, &lstm_cell_);
 }

@@ -11,7 +11,7 @@ from layer 1 on, the backward direction over each sentence's own length, activat
 
 Stateful (``stateful=True``), the original's behaviour: each batch's sentences are run longest first
 (a stable sort, as its batches are) and LSTM row r starts from the state that row r of the previous
-batch ended with.
+batch ended with (``state_rows``: the sentence of rank r continues carried row r).
 """
 
 from __future__ import annotations
@@ -20,13 +20,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import torch
-
 from .bilm import BiLM, BiLMOutput
 from .lstm import ProjectedLSTM
 from .manylangs_embedder import ManyLangsTokenEmbedder
 from .manylangs_ids import Lexicons
-from .token_cache import TokenVectorCache
 
 
 @dataclass
@@ -94,16 +91,11 @@ class ManyLangsBiLM(BiLM):
         """Token strings in (the ids need the dictionaries): the same as ``encode_sentences``."""
         return self.encode_sentences(sentences)
 
-    def encode_sentences(
-        self, sentences: Sequence[Sequence[str]], token_cache: TokenVectorCache | None = None
-    ) -> BiLMOutput:
-        if not self.stateful:
-            return super().encode_sentences(sentences, token_cache)
+    def state_rows(self, sentences: Sequence[Sequence[str]]) -> list[int]:
+        """Stateful, the original's batches run longest first: sentence i continues the row of its rank
+        in a stable sort by decreasing length."""
         order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))
-        output = super().encode_sentences([sentences[i] for i in order], token_cache)
-        restore = torch.empty(len(order), dtype=torch.long)
-        restore[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
-        restore = restore.to(output.mask.device)
-        return BiLMOutput(
-            [a.index_select(0, restore) for a in output.activations], output.mask.index_select(0, restore)
-        )
+        rows = [0] * len(sentences)
+        for row, index in enumerate(order):
+            rows[index] = row
+        return rows

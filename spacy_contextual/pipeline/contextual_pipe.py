@@ -28,8 +28,8 @@ from ..errors import ContextualError
 from ..layers.architectures import replace_listener, replace_listener_cfg
 from ..layers.encoder import get_shim, load_weights
 from ..layers.listener import ContextualListener
-from ..layers.settings import check_choice, check_flag, check_layer_index, check_positive
-from ..layers.types import DocsToLayers
+from ..layers.setting_checks import check_choice, check_flag, check_layer_index, check_positive
+from ..layers.signatures import DocsToLayers
 from .component_manifest import verify_component_manifest, write_component_manifest
 from .doc_data import ContextualData, install_extensions
 from .vector_hooks import layer_source, set_vector_hooks, tensor_source

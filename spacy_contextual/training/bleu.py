@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..embedders.cove import CoveEmbedder
+from ..embedders.cove_embedder import CoveEmbedder
 from ..formats.cove_dir import load_translator
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translator
-from ..models.text import detokenize, join_subwords, tokenize
+from ..mt_text import detokenize, join_subwords, tokenize
 from ..types import PathLike
 from .mt_data import read_lines
 

@@ -30,6 +30,7 @@ from ..formats.model_dir import check_finite, load_vocab
 from ..text_files import read_json
 from ..types import PathLike
 from ..writer import atomic_directory, interrupted_versions
+from .config import check_sections
 from .evaluate import load_language_model
 from .lm import BidirectionalLM
 
@@ -199,6 +200,10 @@ def check_same_run(directory: PathLike, config: dict[str, Any], vocabulary: list
     recorded = read_json_object(directory / STATE_NAME).get("config")
     if not isinstance(recorded, dict):
         raise damaged(directory / STATE_NAME, "it does not record the run's config")
+    try:
+        check_sections(recorded, dict.fromkeys(name for name, _ in SAME_RUN_SETTINGS), "its config")
+    except ContextualError as error:
+        raise damaged(directory / STATE_NAME, str(error)) from None
     fix = "resume with the run's own config and vocabulary, or start again with --overwrite"
     for section, key in SAME_RUN_SETTINGS:
         before, now = recorded.get(section, {}), config.get(section, {})

@@ -30,7 +30,8 @@ from ..formats.model_config import (
     validate_section,
 )
 from ..models.bilm import BiLMConfig
-from ..text_files import read_json
+from ..schema import OBJECT, TEXT, optional, shown
+from ..text_files import loads, read_json
 from ..types import PathLike
 from ..writer import atomic_file
 from .lm import SoftmaxConfig
@@ -75,11 +76,6 @@ SECTIONS = {"model": BiLMConfig, "softmax": SoftmaxConfig, "data": DataConfig, "
 MAX_STEPS, MAX_BATCH_TOKENS, MAX_MINUTES = 2**40, 2**24, 1e9
 
 
-def optional(rule: Rule) -> Rule:
-    return Rule(f"{rule.expects}, or null", lambda v: v is None or rule.test(v))
-
-
-TEXT = Rule("a string", lambda v: isinstance(v, str))
 MINUTES = number(0.0, MAX_MINUTES)
 RULES = {
     "model": BILM,
@@ -165,7 +161,7 @@ def check_ranges(config: dict[str, Any], ranges: dict[str, dict[str, Rule]], sou
         values = config.get(section) or {}
         for key, rule in rules.items():
             if key in values and not rule.test(values[key]):
-                raise ContextualError(f"{source}: {section}.{key} is {values[key]!r}; expected {rule.expects}")
+                raise ContextualError(f"{source}: {section}.{key} is {shown(values[key])}; expected {rule.expects}")
 
 
 @dataclass
@@ -181,7 +177,7 @@ class PretrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "the config") -> PretrainConfig:
         """The config of ``data`` (the sections, defaults filled in), every value checked (``RULES``)."""
-        sections = sections_from_dict(data, SECTIONS)
+        sections = sections_from_dict(data, SECTIONS, source)
         for name, section in sections.items():
             validate_section(asdict(section), RULES[name], source, f"{name}.")
         return cls(**sections)
@@ -192,6 +188,7 @@ class PretrainConfig:
         if not path.is_file():
             raise FileNotFoundError(f"config file not found: {path}")
         data = read_json(path, "fix the file or give another config")
+        check_sections(data, SECTIONS, str(path))
         return cls.from_dict(apply_overrides(data, overrides), str(path))
 
     def save(self, path: PathLike) -> None:
@@ -205,8 +202,17 @@ def check_keys(section: str, values: dict[str, Any], known: set[str]) -> None:
         raise ContextualError(f"unknown keys in [{section}]: {sorted(bad)}; known: {sorted(known)}")
 
 
-def sections_from_dict(data: dict[str, Any], sections: dict[str, type]) -> dict[str, Any]:
+def check_sections(data: Any, sections: dict[str, type], source: str = "the config", error=ContextualError) -> None:
+    """``data`` is a JSON object, and each of its ``sections`` in it is an object (one line naming the
+    section otherwise)."""
+    if not isinstance(data, dict):
+        raise error(f"{source} is {shown(data)}; expected a JSON object with the sections {list(sections)}")
+    validate_section(data, dict.fromkeys(sections, OBJECT), source, other_keys=True, required=(), error=error)
+
+
+def sections_from_dict(data: dict[str, Any], sections: dict[str, type], source: str = "the config") -> dict[str, Any]:
     """Each section of ``data`` as its dataclass in ``sections``; unknown sections or keys are refused."""
+    check_sections(data, sections, source)
     unknown = set(data) - set(sections)
     if unknown:
         raise ContextualError(f"unknown config sections {sorted(unknown)}; expected {list(sections)}")
@@ -254,7 +260,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
         if name not in {f.name for f in fields(SECTIONS[section])}:
             raise ContextualError(f"override {override!r}: [{section}] has no key {name!r}")
         try:
-            value = json.loads(raw)
+            value = loads(raw)
         except json.JSONDecodeError:
             value = raw
         data.setdefault(section, {})[name] = value

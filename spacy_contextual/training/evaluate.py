@@ -19,7 +19,7 @@ from ..formats.bilm_dir import KIND, load_bilm, load_softmax
 from ..formats.bilm_tf import load_bilm_tf
 from ..formats.model_dir import read_model_config
 from ..types import PathLike
-from .corpus import BatchStream, iter_sentences
+from .batch_stream import BatchStream, iter_sentences
 from .lm import BidirectionalLM, SoftmaxConfig
 from .vocab import LMVocabulary
 

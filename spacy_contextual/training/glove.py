@@ -164,10 +164,10 @@ def train_glove_files(
     batch_size: int = 16384,
     seed: int = 0,
 ) -> GloveResult:
-    """Tokenise the corpus files (lowercased, as CoVe's source: ``models/text.tokenize``), count, train,
+    """Tokenise the corpus files (lowercased, as CoVe's source: ``mt_text.tokenize``), count, train,
     write GloVe text."""
-    from ..formats.vectors import write_glove
-    from ..models.text import tokenize
+    from ..formats.word_vectors import write_glove
+    from ..mt_text import tokenize
     from .mt_data import read_lines
 
     sentences = [tokenize(line) for path in corpus_files for line in read_lines(path)]

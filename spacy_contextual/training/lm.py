@@ -30,7 +30,7 @@ from ..errors import ContextualError
 from ..formats.bilm_dir import save_bilm
 from ..models.bilm import BiLM
 from ..models.token_cache import TokenVectorCache
-from .corpus import Windows
+from .batch_stream import Windows
 from .sampled_softmax import SampledSoftmax
 from .vocab import LMVocabulary
 

@@ -30,7 +30,7 @@ from tqdm import tqdm
 from ..errors import ContextualError
 from ..formats.cove_dir import load_translator, save_translator
 from ..models.seq2seq import Seq2SeqConfig, Translator
-from ..models.text import MTVocab, tokenize
+from ..mt_text import MTVocab, tokenize
 from ..text_files import read_json
 from ..types import PathLike
 from ..writer import atomic_directory, atomic_file

@@ -1,7 +1,7 @@
 """Multi30k text for training the CoVe MT model: reading parallel files, building vocabularies (the
 English source with its fixed GloVe rows), learning subwords (byte-pair encoding, Sennrich et al.
 2016, on the German training words) and length-sorted batches. The token and vocabulary conventions
-themselves are in ``models/text.py``.
+themselves are in ``mt_text.py``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import torch
 
 from ..errors import ContextualError
-from ..formats.vectors import load_vectors
-from ..models.text import BOS_ID, EOS_ID, SPECIALS, SUBWORD_PREFIX, UNK, pad, tokenize
+from ..formats.word_vectors import load_vectors
+from ..mt_text import BOS_ID, EOS_ID, SPECIALS, SUBWORD_PREFIX, UNK, pad, tokenize
 from ..text_files import numbered_lines
 from ..types import PathLike
 

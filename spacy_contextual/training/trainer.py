@@ -39,9 +39,9 @@ from ..models.bilm import BiLM
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..runtime import Runtime
 from ..writer import atomic_file
+from .batch_stream import BatchStream, StreamPosition, Windows, WindowStream
 from .checkpoint import check_same_run, load_checkpoint, prepare_checkpoint_dir, save_checkpoint
 from .config import PretrainConfig
-from .corpus import BatchStream, StreamPosition, Windows, WindowStream
 from .evaluate import perplexity
 from .lm import BidirectionalLM
 from .vocab import LMVocabulary

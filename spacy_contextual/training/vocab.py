@@ -15,7 +15,7 @@ from ..errors import ContextualError
 from ..models.chars import BOS_TOKEN, EOS_TOKEN
 from ..types import PathLike
 from ..writer import atomic_file
-from .corpus import iter_sentences
+from .batch_stream import iter_sentences
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
@@ -23,7 +23,7 @@ SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
 
 class LMVocabulary:
     """The biLM softmax vocabulary (``<S>``, ``</S>``, ``<UNK>``, then words by count); the translation
-    model's token table is ``models.text.MTVocab``."""
+    model's token table is ``mt_text.MTVocab``."""
 
     def __init__(self, words: Sequence[str]):
         if tuple(words[: len(SPECIALS)]) != SPECIALS:

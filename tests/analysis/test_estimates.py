@@ -50,7 +50,7 @@ def test_the_umap_estimate_is_within_2x_at_two_sizes():
 def test_the_embedding_estimate_is_within_2x_at_two_sizes():
     """As the page does before a large embedding: the bundled ELMo with nothing cached, the cost measured on
     chunks drawn across the sentences, then the rest embedded and timed."""
-    from spacy_contextual.analysis.models import load_model
+    from spacy_contextual.analysis.model_loading import load_model
 
     records = read_sense_jsonl(DATA / "senses" / "hard.jsonl.gz")
     everything = [(r, record["target"]) for r, record in enumerate(records)]

@@ -3,8 +3,8 @@
 import numpy as np
 
 from spacy_contextual.analysis.layer_scores import PURITY_VS_PROBE, layer_scores
+from spacy_contextual.analysis.occurrence_vectors import MIX
 from spacy_contextual.analysis.purity import majority_share
-from spacy_contextual.analysis.vectors import MIX
 
 
 def test_every_layer_has_its_score_beside_the_majority_share():

@@ -71,6 +71,14 @@ def test_sentence_level_neighbours_search_every_word_of_the_corpus():
     assert list(others["similarity"]) == sorted(others["similarity"], reverse=True)
 
 
+def test_a_first_sentence_longer_than_the_index_is_indexed_up_to_its_limit():
+    records = [{"tokens": [f"w{i % 7}" for i in range(500)]}, {"tokens": ["a", "b"]}]
+    index = build_token_index(embed_sentences, records, max_tokens=120)
+    assert index.sentences == 1 and len(index.record) == 120 and index.layers.shape == (120, 2, 6)
+    np.testing.assert_array_equal(index.position, np.arange(120))
+    np.testing.assert_allclose(index.layers[:, 1], embed_sentences([records[0]["tokens"]])[0][1, :120], atol=1e-2)
+
+
 def test_neighbour_change_is_zero_for_the_same_model_and_ranks_the_changed_first():
     records = demo_corpus()
     occurrences = find_occurrences(records, "bat")

@@ -9,7 +9,7 @@ from spacy_contextual.analysis import occurrence_store
 from spacy_contextual.analysis.occurrence_store import OccurrenceStore, occurrence_layers, occurrence_pairs
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences
 from spacy_contextual.analysis.sense_probe import labelled_instances, sample_per_sense, sense_probe
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +140,17 @@ def test_the_store_measures_its_cost_and_estimates_what_is_missing():
     store.layers(pairs)
     assert clock[0] - started == pytest.approx(estimate)  # what the estimate said
     assert store.estimate_seconds(pairs) == 0
+
+
+def test_chunks_are_bounded_in_tokens_and_a_long_record_is_a_chunk_of_its_own(monkeypatch):
+    """The arrays of a chunk are held at once: many long records are never embedded together."""
+    monkeypatch.setattr(occurrence_store, "MAX_CHUNK_TOKENS", 40)
+    monkeypatch.setattr(occurrence_store, "MIN_CHUNK_TOKENS", 1)
+    records = [{"tokens": ["w"] * n} for n in (3, 30, 25, 90, 2, 2, 2, 5)]
+    embed, calls = counting(lambda sentences: [np.zeros((1, len(s), 2), np.float32) for s in sentences])
+    store = OccurrenceStore(embed, records)
+    store.timing.add(10**6, 1.0)  # a fast encoder: every chunk as large as the bound allows
+    store.layers([(i, 0) for i in range(len(records))])
+    sizes = [tokens for tokens, _ in store.timing.chunks[1:]]
+    assert sum(calls) == len(records) and 90 in sizes  # the long record alone
+    assert all(size <= 40 for size in sizes if size != 90) and max(calls) < len(records)

@@ -26,7 +26,7 @@ from spacy_contextual.analysis.sense_probe import (
     sense_quotas,
 )
 from spacy_contextual.cli import app
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 SENSES = DATA / "senses"
 

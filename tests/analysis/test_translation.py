@@ -5,7 +5,7 @@ import pytest
 from util import tiny_cove_mt_dir
 
 from spacy_contextual.analysis.attention import unattended
-from spacy_contextual.analysis.models import load_model
+from spacy_contextual.analysis.model_loading import load_model
 from spacy_contextual.analysis.occurrences import InputError
 from spacy_contextual.analysis.translation import MAX_SOURCE_CHARS, Translation, source_tokens, translate
 

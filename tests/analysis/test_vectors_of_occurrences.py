@@ -7,10 +7,10 @@ from util import tiny_bilm
 from spacy_contextual.analysis.clusters import cluster
 from spacy_contextual.analysis.neighbours import KWIC_WIDTH, nearest_neighbours, neighbour_table
 from spacy_contextual.analysis.occurrence_store import occurrence_layers
+from spacy_contextual.analysis.occurrence_vectors import MIX, layer_options, select_layer
 from spacy_contextual.analysis.occurrences import demo_corpus, find_occurrences, text_corpus
 from spacy_contextual.analysis.projection import cosine_knn, project
-from spacy_contextual.analysis.vectors import MIX, layer_options, select_layer
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 
 @pytest.fixture(scope="module")

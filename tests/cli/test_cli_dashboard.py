@@ -21,7 +21,7 @@ def test_app_command_is_registered():
 def test_missing_model_path_is_refused(tmp_path):
     result = CliRunner().invoke(app, ["app", "--elmo-model", str(tmp_path / "missing")], env={"COLUMNS": "400"})
     assert result.exit_code == 1  # a bad parameter value: one line on stderr, like every expected error
-    assert result.output.startswith("error: ") and "missing' is not a directory" in result.output
+    assert result.output.startswith("error: ") and "missing' is not a model name or folder" in result.output
 
 
 def test_runs_streamlit_on_the_packaged_entry_with_the_models_in_the_environment(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_contextual.cli import app
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 runner = CliRunner()
 LINES = ["The quick brown fox .", "", "naïve café 東京 🙂", "<S> and </S> are special"]

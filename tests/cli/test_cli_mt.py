@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from util import DATA, assert_one_line_error, cli
 
-from spacy_contextual.formats.vectors import write_glove
-from spacy_contextual.models.text import tokenize
+from spacy_contextual.formats.word_vectors import write_glove
+from spacy_contextual.mt_text import tokenize
 from spacy_contextual.writer import working_name
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")

@@ -20,7 +20,7 @@ from util import DATA, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.cli import app
 from spacy_contextual.corpus.job import select_layers
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 
 pytestmark = pytest.mark.integration  # processes, servers, spacy train or a browser

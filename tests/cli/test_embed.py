@@ -24,7 +24,7 @@ from util import tiny_cove_dir, writer_leftovers
 from spacy_contextual.cli import app
 from spacy_contextual.corpus import folder as folder_module
 from spacy_contextual.corpus.folder import MARKER
-from spacy_contextual.embedders.cove import CoveEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
 from spacy_contextual.hub.resolver import resolve_model_dir
 
 runner = CliRunner()
@@ -164,8 +164,8 @@ def test_output_that_is_a_model_file_is_refused(tmp_path, lines_file, kind):
     weights = next(model.glob("*.safetensors"))
     before = weights.stat()
     os.link(weights, tmp_path / "weights-link")
-    for output in (weights, model / "config.json", model / "new.hdf5"):  # the bundled model: refused on both counts
-        one_error_line(invoke(kind, lines_file, output, "--top"), "inside the installed package's bundled models")
+    for output in (weights, model / "config.json", model / "new.hdf5"):  # the bundled model the command reads
+        one_error_line(invoke(kind, lines_file, output, "--top"), f"cannot write {model}", "which this command reads")
     one_error_line(invoke(kind, lines_file, tmp_path / "weights-link", "--top"), f"a file of {model}")
     assert weights.stat().st_mtime_ns == before.st_mtime_ns and not (model / "new.hdf5").exists()
     assert not (model / "new.hdf5.parts").exists()
@@ -219,12 +219,42 @@ def test_merge_removes_only_the_tools_files(tmp_path, lines_file, tiny_model_dir
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "option, value",
-    [("--batch-size", 2**62), ("--batch-size", 0), ("--batch-size", -3), ("--processes", 0), ("--processes", -1)],
+    [
+        ("--batch-size", 2**62),
+        ("--batch-size", 0),
+        ("--batch-size", -3),
+        ("--processes", 0),
+        ("--processes", -1),
+        ("--max-window-tokens", 0),
+        ("--max-window-tokens", 2**40),
+    ],
 )
 def test_out_of_range_options_are_one_line_before_any_work(tmp_path, lines_file, option, value):
     result = invoke("elmo", lines_file, tmp_path / "out.hdf5", "--top", option, value, "--model", NOT_A_MODEL)
     one_error_line(result, option, str(value))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+@pytest.mark.parametrize("kind", ["elmo", "cove"])
+def test_a_line_longer_than_the_window_gets_its_whole_line_vectors(tmp_path, tiny_model_dir, kind):
+    """``--max-window-tokens``: a longer line runs in windows, each LSTM direction's state carried across
+    them, and OUTPUT holds the vectors the whole line gets; the window is part of the run's record."""
+    model = tiny_model_dir if kind == "elmo" else tiny_cove_dir(tmp_path / "cove")
+    lines = ["the bank of the river", " ".join(["the man rides a horse and i like green eggs"] * 5), ""]
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = {}
+    for window in (None, "7"):
+        out = tmp_path / f"out-{window}.hdf5"
+        options = [] if window is None else ["--max-window-tokens", window]
+        result = invoke(kind, text, out, "--all", "--model", model, "--virtual", *options)
+        assert result.exit_code == 0, result.output
+        outputs[window] = read_output(out)[1]
+        run = json.loads((tmp_path / f"{out.name}.parts" / "run.json").read_text(encoding="utf-8"))
+        assert run["encoder"].get("max_window_tokens") == (None if window is None else 7)
+    for key, whole in outputs[None].items():
+        np.testing.assert_allclose(outputs["7"][key], whole, rtol=0, atol=2e-5)
+    assert outputs["7"]["1"].shape[1] == 50
 
 
 @pytest.mark.timeout(60)

@@ -14,8 +14,10 @@ from util import assert_one_line_error, cli, tiny_cove_dir, tiny_elmo_dir
 
 from spacy_contextual.cli import app
 from spacy_contextual.cli.model_option import MODEL_METAVAR
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.errors import ContextualError
+from spacy_contextual.hub.resolver import ModelName
+from spacy_contextual.kinds import a_model
 
 pytestmark = pytest.mark.timeout(120)
 #: parameters that name a folder but are no model to load: each with why
@@ -55,7 +57,9 @@ def test_every_parameter_naming_a_model_is_marked():
 
 
 @pytest.mark.parametrize(("name", "command", "param"), model_params(), ids=lambda v: getattr(v, "name", v))
-def test_every_model_parameter_says_so_and_resolves_a_catalog_name(name, command, param, tmp_path, home, server):
+def test_every_model_parameter_says_so_and_reads_a_catalog_name_without_fetching(
+    name, command, param, tmp_path, home, server
+):
     assert "spacy-contextual models" in param.help and "folder" in param.help and "'default'" in param.help
     (catalog_option,) = [p for p in command.params if "--catalog" in getattr(p, "opts", ())]
     entries = {
@@ -63,17 +67,21 @@ def test_every_model_parameter_says_so_and_resolves_a_catalog_name(name, command
         for kind, make in (("elmo", tiny_elmo_dir), ("cove", tiny_cove_dir))
     }
     catalog = write_catalog(tmp_path / "catalog.json", entries)
-    resolved = []
-    for kind in ("elmo", "cove"):  # the command's kind resolves to its cached folder; the other one is refused
+    read = []
+    for kind in ("elmo", "cove"):  # the command's kind is read as a catalog name; the other one is refused
         ctx = click.Context(command, info_name=name)
         ctx.params["encoder"] = kind  # sense-probe's --encoder picks the kind
         catalog_option.process_value(ctx, str(catalog))
         try:
-            assert param.process_value(ctx, f"ours-{kind}") == str(home / f"ours-{kind}")
-            resolved.append(kind)
+            model = param.process_value(ctx, f"ours-{kind}")
         except ContextualError as error:
-            assert f"'ours-{kind}' is an {kind} model; this needs a" in str(error)
-    assert resolved
+            assert f"'ours-{kind}' is {a_model(kind)}; this needs a" in str(error)
+            continue
+        assert isinstance(model, ModelName) and model.entry.name == f"ours-{kind}" and model.visible() is None
+        assert not [path for path in server.requests if path.startswith(f"ours-{kind}/")]  # read, not fetched
+        assert model.resolve() == home / f"ours-{kind}"
+        read.append(kind)
+    assert read
 
 
 def test_a_name_after_the_command_with_its_catalog(tmp_path, home, server, one_thread):
@@ -95,18 +103,43 @@ def test_a_name_after_the_command_with_its_catalog(tmp_path, home, server, one_t
 @pytest.mark.parametrize(
     "args",
     [
-        ("evaluate-lm", "no-such-model", "TEXT"),
-        ("convert-model", "no-such-model", "OUT"),
-        ("app", "--elmo-model", "no-such-model"),
-        ("elmo", "TEXT", "OUT.hdf5", "--model", "no-such-model"),
+        ("evaluate-lm", "elmo-orignal", "TEXT"),
+        ("convert-model", "elmo-orignal", "OUT"),
+        ("app", "--elmo-model", "elmo-orignal"),
+        ("elmo", "TEXT", "OUT.hdf5", "--model", "elmo-orignal"),
+        ("finetune-elmo", "elmo-orignal", "TEXT"),
+        ("sense-probe", "TEXT", "--model", "elmo-orignal"),
     ],
 )
-def test_an_unknown_name_is_one_line_saying_what_to_give(args, tmp_path):
+def test_a_misspelt_name_is_one_line_with_the_nearest_names(args, tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("The bank .\n", encoding="utf-8")
     args = [str(text) if a == "TEXT" else str(tmp_path / a) if a.startswith("OUT") else a for a in args]
     result = cli(*args)
-    assert_one_line_error(result, "'no-such-model' is not a directory", "spacy-contextual models", "'default'")
+    assert_one_line_error(
+        result,
+        "'elmo-orignal' is not a model name or folder; the nearest model names: elmo-original",
+        "`spacy-contextual models` lists the names",
+        "'default'",
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("convert-model", "./mine", "OUT"),
+        ("elmo", "TEXT", "OUT.hdf5", "--model", "./mine"),
+        ("translate", "TEXT", "--model", "~/no/such/model"),
+    ],
+)
+def test_a_missing_path_is_one_line_without_suggestions(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = tmp_path / "text.txt"
+    text.write_text("The bank .\n", encoding="utf-8")
+    args = [str(text) if a == "TEXT" else str(tmp_path / a) if a.startswith("OUT") else a for a in args]
+    result = cli(*args)
+    assert_one_line_error(result, "is not a model name or folder; `spacy-contextual models` lists the names")
+    assert "nearest" not in result.stderr
 
 
 def test_evaluate_lm_on_a_published_bilm_tf_name_says_it_has_no_softmax(tmp_path, home, server):

@@ -4,7 +4,7 @@ import pytest
 from util import tiny_bilm
 
 from spacy_contextual.corpus.lines import Corpus
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from util import tiny_cove_dir
 from spacy_contextual.corpus.folder import PartsError
 from spacy_contextual.corpus.job import embed_corpus, select_layers
 from spacy_contextual.corpus.lines import Corpus
-from spacy_contextual.embedders.cove import CoveEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
 
 LINES = ["the bank of the river .", "", "the bank", "naïve café 東京 🙂", "the bank", "a b c d e f g h"] * 7
 ENCODER = {"kind": "elmo", "test": 1}

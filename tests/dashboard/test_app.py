@@ -160,7 +160,7 @@ def test_view_options_recompute_nothing(models, monkeypatch):
 
         return wrapper
 
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
     monkeypatch.setattr(ElmoEmbedder, "embed_sentences", counted("embed", ElmoEmbedder.embed_sentences))
     monkeypatch.setattr(sense_explorer, "project", counted("project", sense_explorer.project))
@@ -443,11 +443,11 @@ def test_pages_without_any_model_say_what_to_do(monkeypatch, tmp_path):
     st.cache_resource.clear()  # models that earlier pages of this process loaded would answer instead
     st.cache_data.clear()
     at = run_page("pages/1_Sense_explorer.py")
-    assert "the bundled elmo model is missing" in messages(at)
+    assert "the bundled ELMo model is missing" in messages(at)
     at = run_page("pages/3_CoVe_attention.py")
-    assert "the bundled cove model is missing" in messages(at)
+    assert "the bundled CoVe model is missing" in messages(at)
     at = run_page("pages/5_Compare_models.py")
-    assert "the bundled elmo model is missing" in messages(at)
+    assert "the bundled ELMo model is missing" in messages(at)
 
 
 def test_uploaded_files_become_corpora():
@@ -486,7 +486,7 @@ def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
 
 def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
     from spacy_contextual.dashboard import common
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
     monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
     embedded = []  # sentences embedded (a store made earlier in this process may hold some already)

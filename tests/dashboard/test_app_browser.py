@@ -419,7 +419,7 @@ def vectors_by_hand(app_page, large_corpus):
     """Per corpus, as the page has them: the LSTM-2 vectors, senses and forms of the occurrences it shows (all
     4,333 of 'hard'; 5,000 of the 20,000, drawn as ``analysis.sampling.draw`` draws them) and the sentence of
     each, computed here."""
-    from spacy_contextual.analysis.models import load_model
+    from spacy_contextual.analysis.model_loading import load_model
     from spacy_contextual.analysis.occurrence_store import occurrence_layers
     from spacy_contextual.analysis.occurrences import read_sense_jsonl
     from spacy_contextual.analysis.sampling import draw

@@ -110,3 +110,27 @@ def test_a_1mb_word_is_capped_and_not_echoed():
     at.text_input(key="sense_word").set_value("w" * 1_000_000).run()
     (message,) = page_messages(at)
     assert "does not occur" in message and len(message) < 300
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("SPACY_CONTEXTUAL_ELMO_MODEL", "~nosuchuser-of-these-tests\x01"),
+        ("SPACY_CONTEXTUAL_PIPELINE", "~nosuchuser-of-these-tests/run"),
+        ("SPACY_CONTEXTUAL_SENSE_DATA", "x" * 5000),
+    ],
+)
+def test_a_bad_setting_stops_the_page_with_its_one_line(monkeypatch, name, value):
+    """The dashboard's variables are read through ``environment`` too: a bad one is shown, never a traceback."""
+
+    def page():
+        from spacy_contextual import environment
+        from spacy_contextual.dashboard.common import setting
+
+        for variable in environment.VARIABLES.values():
+            if variable.name.endswith(("_MODEL", "_PIPELINE", "_SENSE_DATA")):
+                setting(variable)
+
+    monkeypatch.setenv(name, value)
+    at = AppTest.from_function(page).run()
+    assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith(f"{name}")

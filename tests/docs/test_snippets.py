@@ -3,10 +3,11 @@ benchmarks/README.md and docs/*.md, and every `python -m spacy project run ...` 
 is read from those files when the tests run (never copied here) and run as written.
 
 Each runs in a temporary working directory laid out like a checkout: configs/, app/, project.yml and
-a copy of benchmarks/, with a ../shared beside it holding a few lines of each data file of the real
-../shared. A file that a snippet names and that cannot exist offline (the published options.json and
-weights.hdf5, a user's corpus, wmtlstm-8f474287.pth, ...) is a stand-in of the same name, made from
-the tiny random models of util.py. Commands that train run with smoke settings: SMOKE_ARGS, appended to
+a copy of benchmarks/ (`python -m benchmarks.NAME` runs the copy: the working directory comes first on
+sys.path), with a ../shared beside it holding a few lines of each data file of the real ../shared. A
+file that a snippet names and that cannot exist offline (the published options.json and weights.hdf5,
+a user's corpus, wmtlstm-8f474287.pth, ...) is a stand-in of the same name, made from the tiny random
+models of util.py. Commands that train run with smoke settings: SMOKE_ARGS, appended to
 the command, cap them at a step or two.
 `spacy project run` commands run with --dry: spaCy parses the line as written and finds the workflow
 and the vars; tests/test_project.py runs the workflows themselves in smoke form.
@@ -58,17 +59,17 @@ NOT_HERE = [
     (r"^pip install", "installs packages (tests/test_readme.py checks the install line)"),
     (r"^python -m pytest", "the test suite itself"),
     (r"--nnodes 2", "needs two machines"),
-    (r"make_data\.py --deps", "downloads packages from the registry"),
+    (r"make_data --deps", "downloads packages from the registry"),
 ]
 # (pattern, why): commands that need a CUDA device; they run where there is one
 NEEDS_GPU = [
     (r"--device cuda|--training\.device cuda|--nproc_per_node [48]\b", "runs on GPUs"),
-    (r"gpu/run\.sh --out|gpu/report\.py gpu_results", "the GPU check and its report"),
+    (r"gpu/run\.sh --out|gpu\.report gpu_results", "the GPU check and its report"),
 ]
 # commands that train, embed a corpus with several processes, benchmark or serve: their blocks are slow
 SLOW = re.compile(
     r"spacy train|spacy evaluate|pretrain-elmo|finetune-elmo|train-cove|train-glove|export-cove|evaluate-lm|"
-    r"export-elmo|sense-probe|convert-sentiment|torchrun|--processes|bleu|translate|benchmarks/|spacy-contextual app"
+    r"export-elmo|sense-probe|convert-sentiment|torchrun|--processes|bleu|translate|benchmarks[./]|spacy-contextual app"
 )
 # appended to a command that trains: a step or two (the options are the commands' own)
 SMOKE_ARGS = {
@@ -222,7 +223,7 @@ def spacy_corpus(path: Path) -> None:
 
 def published_cove(pth: Path, glove: Path) -> None:
     from spacy_contextual.formats.cove_pth import expected_shapes
-    from spacy_contextual.formats.vectors import write_glove
+    from spacy_contextual.formats.word_vectors import write_glove
 
     torch.save({key: torch.randn(shape) * 0.1 for key, shape in expected_shapes().items()}, pth)
     words = ["a", "man", "plays", "the", "guitar", "."]
@@ -330,16 +331,23 @@ def checkout(tmp_path, tiny_shared, monkeypatch, published) -> Path:
     return work
 
 
-def make_standins(code: str, work: Path, server: ModelServer) -> None:
+def make_standins(code: str, work: Path, server: ModelServer) -> list[str]:
+    """Makes the stand-ins the code names; returns their names (files and catalog models)."""
+    made = []
     for name, make in STANDINS.items():
-        if re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", code) and not (work / name).exists():
-            make(work / name)
+        if re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", code):
+            if not (work / name).exists():
+                make(work / name)
+            made.append(name)
     catalog = Path(os.environ[CATALOG_ENV])
     entries = json.loads(catalog.read_text(encoding="utf-8"))["models"]
     for name, entry in load_catalog(None).items():
-        if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", code) and name not in entries:
-            entries[name] = published_standin(server, name, entry.format)
+        if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", code):
+            made.append(name)
+            if name not in entries:
+                entries[name] = published_standin(server, name, entry.format)
     write_catalog(catalog, entries)
+    return made
 
 
 # -- running a command ---------------------------------------------------------------------------------
@@ -431,9 +439,28 @@ def test_the_extractor_finds_the_documented_snippets():
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("snippet", [pytest.param(s, id=s.name) for s in python_snippets()])
 def test_python_snippet_runs(snippet, checkout, published, capsys):
+    """It runs; where it runs on the real (bundled) models, each ``print(...)  # VALUE: words`` line prints the
+    value its comment promises (a number within 0.002 of it), when each print prints one line."""
     code = snippet.code
-    make_standins(code, checkout, published)
+    standins = make_standins(code, checkout, published)
     exec(compile(code, snippet.name, "exec"), {"__name__": "__snippet__"})
+    printed = capsys.readouterr().out.splitlines()
+    prints = re.findall(r"^print\(.*?\)(?:  # (.*))?$", code, re.M)
+    if standins or len(prints) != len(printed):  # stand-in models print other values; a print in a loop, more lines
+        return
+    for line, comment in zip(printed, prints, strict=True):
+        assert not comment or promise_kept(line, comment), f"{snippet.name}: printed {line!r}, comment {comment!r}"
+
+
+def promise_kept(printed: str, comment: str) -> bool:
+    """The comment starts with what was printed, or with a number within 0.002 of it."""
+    if comment.startswith(printed):
+        return True
+    value = comment.split(":")[0].strip()
+    try:
+        return abs(float(value) - float(printed)) <= 0.002
+    except ValueError:
+        return False
 
 
 @pytest.mark.timeout(3600)  # benchmarks/README.md's speed benchmarks, as written: 20 minutes on 2 shared cores

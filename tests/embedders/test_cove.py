@@ -7,7 +7,7 @@ import gzip
 import pytest
 from util import DATA, cli
 
-from spacy_contextual.models.text import tokenize
+from spacy_contextual.mt_text import tokenize
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 from util import tiny_bilm
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
+from spacy_contextual.kinds import kind_name
 from spacy_contextual.models.chars import batch_to_ids, remove_sentence_boundaries
 
 
@@ -90,7 +91,7 @@ def test_default_model_missing_gives_clear_error(monkeypatch, tmp_path, kind):
     from spacy_contextual.hub import resolver
 
     monkeypatch.setattr(resolver, "ASSETS", tmp_path / "none")
-    with pytest.raises(FileNotFoundError, match=f"the bundled {kind} model is missing"):
+    with pytest.raises(FileNotFoundError, match=f"the bundled {kind_name(kind)} model is missing"):
         load_encoder(kind)
 
 
@@ -98,7 +99,7 @@ def test_model_path_that_is_not_a_directory_is_named(tmp_path):
     from spacy_contextual.embedders import load_encoder
 
     with pytest.raises(
-        FileNotFoundError, match="'.{60,}…' is not a directory: give the path of an? elmo model directory"
+        FileNotFoundError, match="'.{60,}…' is not a model name or folder; `spacy-contextual models` lists"
     ):
         load_encoder("elmo", "x" * 5000)  # too long for the file system: still a clear message, quoted short
 

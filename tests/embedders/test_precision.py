@@ -14,8 +14,8 @@ from util import SHARED, tiny_bilm, tiny_cove_dir, tiny_cove_mt_dir
 
 from spacy_contextual import precision
 from spacy_contextual.embedders import load_encoder
-from spacy_contextual.embedders.cove import CoveEmbedder
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.precision import PrecisionError, resolve_precision
 
 SENTENCES = [["The", "bank", "closed", "."], ["Rivers", "flood"], [], ["a", "man", "rides", "a", "horse"]]
@@ -115,3 +115,17 @@ def test_bf16_warns_once_where_it_is_emulated(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ElmoEmbedder(tiny_bilm(), precision="bf16")
+
+
+def test_a_model_file_is_read_in_its_precision_resolved_once(tiny_model_dir, monkeypatch):
+    from spacy_contextual.embedders import elmo_embedder as elmo_module
+
+    resolved = []
+    monkeypatch.setattr(
+        elmo_module, "resolve_precision", lambda name, device: resolved.append(name) or resolve_precision(name, device)
+    )
+    embedder = ElmoEmbedder.load(tiny_model_dir, precision="bf16")
+    assert resolved == ["bf16"] and {p.dtype for p in embedder.bilm.parameters()} == {torch.bfloat16}
+    monkeypatch.setattr(elmo_module, "load_elmo", lambda *a, **k: pytest.fail("read before the precision is checked"))
+    with pytest.raises(PrecisionError, match="unknown precision 'int4'"):
+        ElmoEmbedder.load(tiny_model_dir, precision="int4")

@@ -15,7 +15,7 @@ from spacy_contextual.embedders import CoveEmbedder, ElmoEmbedder, load_encoder
 from spacy_contextual.errors import ModelDirError
 from spacy_contextual.formats.bilm_tf import export_bilm_tf
 from spacy_contextual.formats.detect import BILM_TF, COVE_PTH, MANYLANGS, OURS, detect_format
-from spacy_contextual.formats.vectors import write_glove
+from spacy_contextual.formats.word_vectors import write_glove
 from spacy_contextual.layers import cove_model_dir_loader, elmo_model_dir_loader
 
 SENTENCE = [["the", "bank", "."]]

@@ -1,4 +1,8 @@
-"""bilm-tf HDF5 loading (any architecture), clear errors, export round trip, our safetensors dir."""
+"""bilm-tf HDF5 loading (any architecture), clear errors, export round trip, our safetensors dir.
+
+A round trip is compared bit for bit: one process, the same kernels, and weights loaded at the alignment
+torch gives a model built in memory (a matrix kernel may round differently on a weight that starts
+mid-cache-line; safetensors puts its tensors 8 bytes apart, so the loader copies those)."""
 
 import json
 import shutil
@@ -11,6 +15,7 @@ from util import tiny_bilm
 
 from spacy_contextual.formats.bilm_dir import load_bilm, save_bilm
 from spacy_contextual.formats.bilm_tf import WeightFileError, export_bilm_tf, load_bilm_tf
+from spacy_contextual.formats.model_dir import ALIGNMENT
 from spacy_contextual.models.chars import batch_to_ids
 
 SENTENCES = [["The", "bank", "of", "the", "river", "."], ["naïve", "Zürich", "x" * 60], [], ["<S>", "ok"]]
@@ -62,6 +67,7 @@ def test_model_dir_round_trip(tmp_path):
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert config["kind"] == "elmo-bilm" and config["info"] == {"note": "test"}
     assert not list(tmp_path.glob("m/*.bin")) and not list(tmp_path.glob("m/*.pt"))
+    assert all(p.data_ptr() % ALIGNMENT == 0 for p in load_bilm(tmp_path / "m").parameters())
 
 
 def test_model_dir_fp16_storage(tmp_path):
@@ -78,7 +84,7 @@ def test_model_dir_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a spacy-contextual model directory"):
         load_bilm(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"kind": "cove-encoder"}))
-    with pytest.raises(ValueError, match="'cove-encoder' model, not a 'elmo-bilm'"):
+    with pytest.raises(ValueError, match="'cove-encoder' model, not an 'elmo-bilm'"):
         load_bilm(tmp_path)
 
 

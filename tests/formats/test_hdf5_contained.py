@@ -3,6 +3,7 @@ virtual dataset) is refused, naming the file and the dataset; a plain export sti
 
 import h5py
 import pytest
+import torch
 from typer.testing import CliRunner
 from util import tiny_bilm
 
@@ -94,4 +95,7 @@ def test_soft_links_inside_the_file_are_allowed(tmp_path):
     options, weights = export_bilm_tf(tiny_bilm(), tmp_path / "model")
     with h5py.File(weights, "r+") as f:
         f["CNN_alias"] = h5py.SoftLink("/CNN")
-    load_bilm_tf(options, weights)
+    loaded = load_bilm_tf(options, weights)
+    original = tiny_bilm()
+    for name, tensor in original.state_dict().items():  # the same weights as a file without the link
+        assert torch.equal(loaded.state_dict()[name].to(tensor.dtype), tensor), name

@@ -38,7 +38,7 @@ def edited_config(source: Path, target: Path, edit) -> Path:
         (lambda c: c["bilm"].update(dropout=0.1), r"unknown keys \['bilm.dropout'\]"),
         (lambda c: c.update(format_version=99), r"format_version 99 .*newer version"),
         (lambda c: c.pop("format_version"), r"lacks the key 'format_version'"),
-        (lambda c: c.update(kind="cove-mt"), r"'cove-mt' model, not a 'elmo-bilm'"),
+        (lambda c: c.update(kind="cove-mt"), r"'cove-mt' model, not an 'elmo-bilm'"),
         (
             lambda c: c["bilm"].update(use_skip_connections=True),
             r"config.json (does not match its SHA-256|has \d+ bytes)",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from spacy.strings import get_string_id
 
-from spacy_contextual.formats.vectors import VectorFileError, load_vectors, to_spacy_vectors, write_glove
+from spacy_contextual.formats.word_vectors import VectorFileError, load_vectors, to_spacy_vectors, write_glove
 
 WORDS = ["the", "The", "cat", "sat"]
 ROWS = np.array([[0.1, 0.2, 0.3], [1.0, 2.0, 3.0], [-0.5, 0.25, 4.0], [7.0, 8.0, 9.0]], dtype=np.float32)

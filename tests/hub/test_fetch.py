@@ -75,7 +75,7 @@ def assert_nothing_partial(home, name):
 
 def test_bilm_tf_pair_by_name_loads_and_is_fetched_once(tmp_path, monkeypatch, home, server, bilm_files):
     from spacy_contextual.embedders import load_encoder
-    from spacy_contextual.embedders.elmo import ElmoEmbedder
+    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
     use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
     directory = resolve_model_dir("elmo", "tiny")
@@ -138,7 +138,7 @@ def test_cove_pth_hash_prefix_is_checked_and_the_files_load(tmp_path, monkeypatc
 
 def test_a_name_of_the_other_encoder_is_refused(tmp_path, monkeypatch, home, server, bilm_files):
     use_catalog(tmp_path, monkeypatch, {"tiny": bilm_entry(server, bilm_files)})
-    with pytest.raises(ValueError, match="'tiny' is an elmo model; this needs a cove model"):
+    with pytest.raises(ValueError, match="'tiny' is an ELMo model; this needs a CoVe model"):
         resolve_model_dir("cove", "tiny")
     assert server.requests == {}
 

@@ -115,12 +115,25 @@ def test_a_trickle_through_a_proxy_stops_at_the_deadline_too(tmp_path, monkeypat
     assert time.monotonic() - started < 4.5 and server.requests["m/w.bin"] == 1
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-5", "inf", "nan"])
-def test_a_limit_that_is_not_a_number_above_0_is_one_line(tmp_path, monkeypatch, home, server, value):
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "inf", "nan", "1e10"])
+def test_a_limit_out_of_its_range_is_one_line(tmp_path, monkeypatch, home, server, value):
     one_file_model(tmp_path, monkeypatch, server, "ok")
     monkeypatch.setenv(DEADLINE_ENV, value)
     message = refused(home)
-    assert message.endswith(f"{DEADLINE_ENV}={value!r} is not a number above 0; unset it for the default, 3,600")
+    assert message.endswith(
+        f"{DEADLINE_ENV}={value!r} is not a number from 0.001 to 9,223,372,036: set one in that range, or unset it "
+        "for the default (3,600)"
+    )
+    assert server.requests.get("m/w.bin", 0) == 0  # refused before the request
+
+
+def test_an_announced_size_of_5000_digits_is_refused_as_too_large(tmp_path, monkeypatch, home, server):
+    """Its digits are counted before int() reads them (Python refuses more than 4,300, with a traceback)."""
+    url = one_file_model(tmp_path, monkeypatch, server, "digits", bytes=1024)
+    assert refused(home) == (
+        f"could not download w.bin: {url}: the server announces a size of 5,000 digits, but 1,024 are published; "
+        "stopped there"
+    )
 
 
 HOLD_LOCK = (

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from util import build_listener_pipeline, tiny_bilm, train_steps
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers import elmo_model_dir_loader
 from spacy_contextual.models.chars import batch_to_ids

@@ -142,14 +142,14 @@ def test_tied_output_layer_is_stored_once_and_reloads(tmp_path):
 
 
 def test_unknown_words_take_the_most_attended_source_token():
-    from spacy_contextual.models.text import replace_unknown
+    from spacy_contextual.mt_text import replace_unknown
 
     attention = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
     assert replace_unknown(["Ein", "<unk>", "<unk>"], attention, ["a", "zebra"]) == ["Ein", "zebra", "a"]
 
 
 def test_subword_pieces_segment_and_join_back_to_the_words():
-    from spacy_contextual.models.text import detokenize, join_subwords
+    from spacy_contextual.mt_text import detokenize, join_subwords
     from spacy_contextual.training.mt_data import learn_subwords
 
     sentences = [["Ein", "Hund", "rennt", "."], ["Zwei", "Hunde", "rennen", "schnell", "."]] * 20

@@ -8,7 +8,7 @@ import pytest
 import torch
 from util import FIXTURES
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_tf import bilm_tf_datasets, load_bilm_tf
 from spacy_contextual.models.chars import batch_to_ids, remove_sentence_boundaries
 from spacy_contextual.models.elmo import Elmo

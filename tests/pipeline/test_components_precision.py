@@ -17,7 +17,7 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 from util import SHARED, bilm_state, build_listener_pipeline, tiny_bilm, tiny_cove_dir, train_steps
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.layers import cove_model_dir_loader, elmo_model_dir_loader
 from spacy_contextual.precision import PrecisionError

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from util import DATA, REPO, tiny_bilm, tiny_cove_dir
 
 from spacy_contextual.cli import app
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.hub.cache import HOME_ENV, OFFLINE_ENV
 from spacy_contextual.hub.catalog import CATALOG_ENV

@@ -11,7 +11,7 @@ from spacy.training import Example
 from thinc.api import Config, fix_random_seed
 from util import tiny_cove_dir
 
-from spacy_contextual.embedders.cove import CoveEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
 from spacy_contextual.hub import resolver
 from spacy_contextual.layers import cove_model_dir_loader, layer_weights
 
@@ -166,5 +166,5 @@ def test_missing_bundled_cove_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(resolver, "ASSETS", tmp_path)  # an installation without its assets
     nlp = spacy.blank("en")
     nlp.add_pipe("cove")
-    with pytest.raises(FileNotFoundError, match="the bundled cove model is missing from .*give the path"):
+    with pytest.raises(FileNotFoundError, match="the bundled CoVe model is missing from .*give the folder"):
         nlp.initialize()

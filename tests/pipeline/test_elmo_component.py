@@ -11,7 +11,7 @@ from safetensors.torch import load as load_safetensors
 from spacy.tokens import Doc, DocBin
 from util import tiny_bilm
 
-from spacy_contextual.embedders.elmo import ElmoEmbedder
+from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 from spacy_contextual.formats.bilm_dir import save_bilm
 from spacy_contextual.hub import resolver
 from spacy_contextual.layers import elmo_bilm_tf_loader, elmo_model_dir_loader
@@ -183,7 +183,7 @@ def test_missing_bundled_model_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(resolver, "ASSETS", tmp_path)  # an installation without its assets
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo")
-    with pytest.raises(FileNotFoundError, match="the bundled elmo model is missing from .*give the path"):
+    with pytest.raises(FileNotFoundError, match="the bundled ELMo model is missing from .*give the folder"):
         nlp.initialize()
 
 

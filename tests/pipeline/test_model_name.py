@@ -92,7 +92,7 @@ def test_a_missing_name_is_one_line_naming_the_setting(kind, tmp_path):
 
 
 def test_a_name_that_is_not_a_string_is_refused_when_built():
-    from spacy_contextual.layers.elmo import elmo_encoder_v3
+    from spacy_contextual.layers.elmo_encoder import elmo_encoder_v3
 
     with pytest.raises(ContextualError, match="^name must be a model name from `spacy-contextual models`"):
         elmo_encoder_v3(name=3)

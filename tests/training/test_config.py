@@ -52,8 +52,11 @@ def test_the_commands_refuse_them_before_work_starts(tmp_path, command):
 
 
 def test_the_shipped_configs_are_in_range():
-    for path in (REPO / "configs").glob("*.json"):
-        PretrainConfig.load(path)
+    paths = sorted((REPO / "configs").glob("*.json"))
+    assert paths
+    for path in paths:
+        config = PretrainConfig.load(path)
+        assert config.training.max_steps >= 1 and config.data.batch_tokens >= 1, path.name
 
 
 @pytest.mark.timeout(60)

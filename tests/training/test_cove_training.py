@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 from util import REPO
 
 from spacy_contextual.cli import app
-from spacy_contextual.embedders.cove import CoveEmbedder
+from spacy_contextual.embedders.cove_embedder import CoveEmbedder
 from spacy_contextual.errors import ContextualError
 from spacy_contextual.formats.cove_dir import export_encoder, load_translator
 from spacy_contextual.formats.model_dir import load_tensors
-from spacy_contextual.formats.vectors import write_glove
+from spacy_contextual.formats.word_vectors import write_glove
 from spacy_contextual.training.mt import train_mt as train_mt_config
 from spacy_contextual.training.mt_config import MTConfig, MTVocabConfig
 
@@ -299,7 +299,7 @@ def test_packaged_model_keeps_its_outputs(trained, tmp_path, precision, toleranc
 
 
 def test_source_vocabulary_rescales_glove_and_handles_oov(corpus):
-    from spacy_contextual.formats.vectors import load_vectors
+    from spacy_contextual.formats.word_vectors import load_vectors
     from spacy_contextual.training.mt_data import source_vocabulary
 
     sources = [["a", "big", "dog"], ["a", "cat", "."]]

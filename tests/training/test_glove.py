@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from spacy_contextual.formats.vectors import load_vectors
+from spacy_contextual.formats.word_vectors import load_vectors
 from spacy_contextual.training.glove import (
     build_glove_vocab,
     cooccurrence,

@@ -16,8 +16,8 @@ from util import DATA, tiny_config
 
 from spacy_contextual.models.bilm import BiLM
 from spacy_contextual.runtime import Runtime
+from spacy_contextual.training.batch_stream import StreamPosition
 from spacy_contextual.training.config import PretrainConfig
-from spacy_contextual.training.corpus import StreamPosition
 from spacy_contextual.training.evaluate import load_language_model, perplexity
 from spacy_contextual.training.lm import BidirectionalLM, SoftmaxConfig
 from spacy_contextual.training.trainer import Trainer, build_language_model, pretrain

@@ -27,8 +27,8 @@ from spacy_contextual.formats.bilm_dir import load_bilm
 from spacy_contextual.formats.bilm_tf import load_bilm_tf
 from spacy_contextual.models.bilm import BiLM
 from spacy_contextual.models.chars import batch_to_ids
+from spacy_contextual.training.batch_stream import BatchStream, Windows, WindowStream, iter_sentences
 from spacy_contextual.training.config import PretrainConfig, apply_overrides, parse_overrides
-from spacy_contextual.training.corpus import BatchStream, Windows, WindowStream, iter_sentences
 from spacy_contextual.training.evaluate import load_language_model, perplexity
 from spacy_contextual.training.finetune import finetune
 from spacy_contextual.training.lm import BidirectionalLM, SoftmaxConfig

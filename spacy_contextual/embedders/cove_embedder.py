@@ -6,7 +6,10 @@ is [300, 600, 600], so ``array[0, :, :300]`` is the GloVe vector. The paper's do
 [GloVe ; CoVe] is ``np.concatenate([a[0, :, :300], a[2]], axis=1)``. Tokens are lowercased before
 lookup, as the model was trained. ``translate`` needs the whole MT model (a "cove-mt" directory such
 as the bundled default) and returns the attention matrix too. ``precision`` (fp32, bf16, or fp16 on
-CUDA; ``precision.py``) runs the encoder and the translator under autocast; the arrays stay float32.
+CUDA; ``precision.py``) runs the encoder and the translator under autocast; the arrays stay float32. A
+batch holding a sentence of more than ``max_window_tokens`` tokens runs in windows of that many
+positions, each row's LSTM state carried across them in both directions
+(``CoveLayers.encode_in_windows``), and is written straight into its arrays.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..batching import MAX_BATCH_TOKENS, plan_batches
+from ..batching import MAX_BATCH_TOKENS, MAX_WINDOW_TOKENS, plan_batches
 from ..devices import resolve_device
 from ..errors import ContextualError
 from ..formats.cove_dir import MT_KIND, load_translator, longest_training_sentence, model_kind
@@ -27,7 +30,7 @@ from ..formats.detect import OURS, format_of, load_cove
 from ..hub.resolver import resolve_model_dir
 from ..models.cove_layers import CoveLayers
 from ..models.seq2seq import Translation, Translator
-from ..models.text import MTVocab, detokenize, pad, replace_unknown, tokenize
+from ..mt_text import MTVocab, detokenize, pad, replace_unknown, tokenize
 from ..precision import autocast, resolve_precision
 from ..types import PathLike
 from .embedder import Embedder
@@ -50,8 +53,9 @@ class CoveEmbedder(Embedder):
         max_batch_tokens: int = MAX_BATCH_TOKENS,
         precision: str = "fp32",
         longest_training_sentence: int | None = None,
+        max_window_tokens: int = MAX_WINDOW_TOKENS,
     ):
-        super().__init__(max_batch_tokens)
+        super().__init__(max_batch_tokens, max_window_tokens)
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
         self.longest_training_sentence = longest_training_sentence  # in tokens; None: not recorded
@@ -95,7 +99,13 @@ class CoveEmbedder(Embedder):
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         out = [np.zeros((self.num_layers, 0, self.output_dim), dtype=np.float32) for _ in sentences]
         rows = [i for i, sentence in enumerate(sentences) if len(sentence) > 0]
-        if rows:
+        if rows and max(len(sentences[i]) for i in rows) > self.max_window_tokens:  # straight into the arrays
+            arrays = [torch.empty(self.num_layers, len(sentences[i]), self.output_dim) for i in rows]
+            with autocast(self.precision, self.device):
+                self.layers.encode_in_windows([sentences[i] for i in rows], arrays, self.max_window_tokens)
+            for index, array in zip(rows, arrays, strict=True):
+                out[index] = array.numpy()
+        elif rows:
             ids, lengths = self.layers.word_ids([sentences[i] for i in rows])
             with autocast(self.precision, self.device):
                 stacked = self.layers(ids, lengths).float().cpu().numpy()  # (B, 3, T, 2H)

@@ -36,9 +36,9 @@ from ..models.manylangs_bilm import ManyLangsBiLM, ManyLangsConfig
 from ..models.token_cache import TokenVectorCache
 from ..precision import MIXED, check_precision
 from .encoder import ContextualEncoder
-from .settings import check_count, check_encoder_settings, check_flag, check_model_name
+from .setting_checks import check_count, check_encoder_settings, check_flag, check_model_name
 from .shim import EncoderShim
-from .types import DocsToLayers
+from .signatures import DocsToLayers
 
 
 class BiLMShim(EncoderShim):

@@ -10,7 +10,7 @@ import typer
 
 from ._app import app, say_on_interrupt
 from .model_option import Catalog, model_argument
-from .params import InputDir, InputFile, OutputDir, OutputFile, storage_dtype
+from .params import InputDir, InputFile, OutputDir, OutputFile, StorageDtype, checks_first, hold_output, storage_dtype
 
 OVERRIDES_HELP = "Config overrides: section.key=value or --section.key value (e.g. --training.lr 0.1)"
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -19,12 +19,13 @@ OVERWRITE_HELP = "Delete an earlier run's checkpoint in the output directory and
 
 def _check_outputs(ctx: typer.Context, config) -> None:
     """Before any work: the output folders can be written (not a file or device, not inside the package's
-    bundled models)."""
+    bundled models), and no other run is writing them (their locks held until the command ends)."""
     from ..writer import check_output_dir
 
     for folder in (config.training.output_dir, config.training.export_dir):
         if folder:
             check_output_dir(folder)
+            hold_output(ctx, Path(folder))
     say_how_to_resume(ctx, Path(config.training.output_dir) / "checkpoint")
 
 
@@ -51,9 +52,11 @@ def _print_perplexity(label: str, scores: dict) -> None:
 @app.command("pretrain-elmo", context_settings=EXTRA_ARGS)
 def pretrain_command(
     ctx: typer.Context,
-    config_path: Path = typer.Argument(..., parser=InputFile(), help="Pretraining config (JSON)"),
-    resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    config_path: Annotated[Path, typer.Argument(parser=InputFile(), help="Pretraining config (JSON)")],
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from the checkpoint in training.output_dir")
+    ] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
 ) -> None:
     """Train a biLM from scratch (under torchrun: DDP, one corpus shard per process)."""
     from ..runtime import process_rank
@@ -67,31 +70,42 @@ def pretrain_command(
         typer.echo(json.dumps(summary, indent=2))
 
 
+def _finetune_config(ctx: typer.Context):
+    from ..training.config import PretrainConfig, parse_overrides
+
+    return PretrainConfig.load(ctx.params["config_path"], parse_overrides(ctx.args))
+
+
 @app.command("finetune-elmo", context_settings=EXTRA_ARGS)
+@checks_first(lambda ctx: _check_outputs(ctx, _finetune_config(ctx)))  # the config's folders, before any download
 def finetune_command(
     ctx: typer.Context,
-    model: Annotated[str, model_argument("elmo", what="ELMo", extra="or a bilm-tf weights.hdf5 (with --options-file)")],
-    config_path: Path = typer.Argument(
-        ...,
-        parser=InputFile(),
-        help="Config (JSON); its model section is ignored (the model brings its own)",
-    ),
-    options_file: Path | None = typer.Option(
-        None, "--options-file", parser=InputFile(), help="options.json of a bilm-tf model"
-    ),
-    heldout: Path | None = typer.Option(
-        None, "--heldout", parser=InputFile(), help="Held-out text of the domain (default data.valid)"
-    ),
-    resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in training.output_dir"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    model: Annotated[
+        str, model_argument("elmo", what="ELMo", extra="or a bilm-tf weights.hdf5 (with --options-file)", files=True)
+    ],
+    config_path: Annotated[
+        Path,
+        typer.Argument(
+            parser=InputFile(), help="Config (JSON); its model section is ignored (the model brings its own)"
+        ),
+    ],
+    options_file: Annotated[
+        Path | None, typer.Option("--options-file", parser=InputFile(), help="options.json of a bilm-tf model")
+    ] = None,
+    heldout: Annotated[
+        Path | None,
+        typer.Option("--heldout", parser=InputFile(), help="Held-out text of the domain (default data.valid)"),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from the checkpoint in training.output_dir")
+    ] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     catalog: Catalog = None,
 ) -> None:
     """Continue training a biLM on a new domain; prints held-out perplexity before and after."""
-    from ..training.config import PretrainConfig, parse_overrides
     from ..training.finetune import finetune
 
-    config = PretrainConfig.load(config_path, parse_overrides(ctx.args))
-    _check_outputs(ctx, config)
+    config = _finetune_config(ctx)  # its output folders were checked before the model was resolved
     source = Path(model)
     if source.is_dir() and (source / "weights.hdf5").is_file():  # a bilm-tf pair (e.g. a catalog name's folder)
         source, options_file = source / "weights.hdf5", options_file or source / "options.json"
@@ -106,17 +120,12 @@ def finetune_command(
 
 @app.command("export-elmo")
 def export_command(
-    model_dir: Path = typer.Argument(..., parser=InputDir(), help="Model dir or training output dir"),
-    output_dir: Path = typer.Argument(..., parser=OutputDir(), help="Where to write the export"),
-    dtype: Annotated[
-        str | None,
-        typer.Option(
-            "--dtype", help="How our safetensors store the weights: float32 or float16 (bilm-tf HDF5 stays float32)"
-        ),
-    ] = None,
+    model_dir: Annotated[Path, typer.Argument(parser=InputDir(), help="Model dir or training output dir")],
+    output_dir: Annotated[Path, typer.Argument(parser=OutputDir(), help="Where to write the export")],
+    dtype: StorageDtype = None,  # float32 or float16 here (bilm-tf HDF5 stays float32)
     fp16: Annotated[bool, typer.Option("--fp16", hidden=True)] = False,
-    no_softmax: bool = typer.Option(False, "--no-softmax", help="Leave the LM softmax out (encoder only)"),
-    no_bilm_tf: bool = typer.Option(False, "--no-bilm-tf", help="Skip options.json + weights.hdf5"),
+    no_softmax: Annotated[bool, typer.Option("--no-softmax", help="Leave the LM softmax out (encoder only)")] = False,
+    no_bilm_tf: Annotated[bool, typer.Option("--no-bilm-tf", help="Skip options.json + weights.hdf5")] = False,
 ) -> None:
     """Write our model directory and bilm-tf options.json + weights.hdf5 for a trained biLM."""
     import torch
@@ -136,9 +145,11 @@ def evaluate_command(
     model_dir: Annotated[
         str, model_argument("elmo", what="ELMo", extra="or a training output folder; it needs its LM softmax")
     ],
-    text: Path = typer.Argument(..., parser=InputFile(), help="One tokenised sentence per line (.gz ok)"),
-    max_sentences: int | None = typer.Option(None, "--max-sentences", min=1),
-    json_out: Path | None = typer.Option(None, "--json", parser=OutputFile(), help="Also write the scores here"),
+    text: Annotated[Path, typer.Argument(parser=InputFile(), help="One tokenised sentence per line (.gz ok)")],
+    max_sentences: Annotated[int | None, typer.Option("--max-sentences", min=1)] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", parser=OutputFile(), help="Also write the scores here")
+    ] = None,
     catalog: Catalog = None,
 ) -> None:
     """Perplexity (forward, backward, average): every sentence from zero state, </S> predicted, words

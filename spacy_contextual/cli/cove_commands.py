@@ -27,17 +27,21 @@ CoveMT = Annotated[str, model_option("cove", what="CoVe MT model", extra="a cove
 
 @app.command("train-glove")
 def train_glove_command(
-    corpus: list[Path] = typer.Argument(..., parser=InputFile(), help="Text files (.gz ok), one sentence per line"),
-    output: Path = typer.Option(..., "--output", "-o", parser=OutputFile(), help="GloVe text file to write (.gz ok)"),
-    dim: int = typer.Option(300, "--dim", min=1),
-    window: int = typer.Option(10, "--window", min=1),
-    min_count: int = typer.Option(5, "--min-count", min=1),
-    epochs: int = typer.Option(15, "--epochs", min=1),
-    learning_rate: float = typer.Option(0.5, "--lr"),
-    seed: int = typer.Option(0, "--seed"),
-    neighbours: str | None = typer.Option(
-        None, "--neighbours", help="Comma-separated words whose nearest neighbours are reported"
-    ),
+    corpus: Annotated[
+        list[Path], typer.Argument(parser=InputFile(), help="Text files (.gz ok), one sentence per line")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", parser=OutputFile(), help="GloVe text file to write (.gz ok)")
+    ],
+    dim: Annotated[int, typer.Option("--dim", min=1)] = 300,
+    window: Annotated[int, typer.Option("--window", min=1)] = 10,
+    min_count: Annotated[int, typer.Option("--min-count", min=1)] = 5,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 15,
+    learning_rate: Annotated[float, typer.Option("--lr")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    neighbours: Annotated[
+        str | None, typer.Option("--neighbours", help="Comma-separated words whose nearest neighbours are reported")
+    ] = None,
 ) -> None:
     """Train GloVe vectors on a corpus (lowercased regex tokens, 1/d weighted window, AdaGrad)."""
     import torch
@@ -57,18 +61,20 @@ def train_glove_command(
 @app.command("train-cove", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def train_cove_command(
     ctx: typer.Context,
-    config_path: Path = typer.Argument(
-        ..., parser=InputFile(), help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg"
-    ),
-    output: Path = typer.Argument(
-        ...,
-        parser=OutputDir(),
-        help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json",
-    ),
-    resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/last"),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="Delete an earlier run's checkpoint (OUTPUT/last) and train from the start"
-    ),
+    config_path: Annotated[
+        Path, typer.Argument(parser=InputFile(), help="MT config (.cfg), e.g. spacy_contextual/assets/cove/mt.cfg")
+    ],
+    output: Annotated[
+        Path,
+        typer.Argument(
+            parser=OutputDir(), help="Output directory: last/ (checkpoint), best/ (lowest val perplexity), history.json"
+        ),
+    ],
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from OUTPUT/last")] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Delete an earlier run's checkpoint (OUTPUT/last) and train from the start"),
+    ] = False,
 ) -> None:
     """Train the CoVe English->German MT model; overrides as in spacy train: --training.max_epochs 3."""
     from confection import Config
@@ -79,7 +85,7 @@ def train_cove_command(
     from ..training.mt import train_mt
     from ..training.mt_config import MTConfig
     from ..writer import check_output_dir
-    from .lm import say_how_to_resume
+    from .bilm_commands import say_how_to_resume
 
     overrides = parse_config_overrides(ctx.args)
     config = Config().from_disk(config_path, overrides=overrides, interpolate=True)
@@ -94,24 +100,24 @@ def train_cove_command(
 
 @app.command("translate")
 def translate_command(
-    input_file: Path = typer.Argument(
-        ..., parser=InputFile(stdin=True), help="One raw English sentence per line; '-' reads stdin"
-    ),
+    input_file: Annotated[
+        Path, typer.Argument(parser=InputFile(stdin=True), help="One raw English sentence per line; '-' reads stdin")
+    ],
     model: CoveMT = "default",
     catalog: Catalog = None,
-    beam: int = typer.Option(5, "--beam", min=1, help="Beam width; 1 = greedy"),
-    alpha: float = typer.Option(0.6, "--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none"),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", parser=OutputFile(), help="Write German here instead of stdout"
-    ),
-    max_length: int = typer.Option(100, "--max-length", min=1),
-    replace_unk: bool = typer.Option(
-        True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"
-    ),
+    beam: Annotated[int, typer.Option("--beam", min=1, help="Beam width; 1 = greedy")] = 5,
+    alpha: Annotated[float, typer.Option("--alpha", min=0.0, help="GNMT length penalty exponent; 0 = none")] = 0.6,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", parser=OutputFile(), help="Write German here instead of stdout")
+    ] = None,
+    max_length: Annotated[int, typer.Option("--max-length", min=1)] = 100,
+    replace_unk: Annotated[
+        bool, typer.Option("--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>")
+    ] = True,
     precision: Precision = "fp32",
 ) -> None:
     """Translate English to German, one detokenised sentence per line."""
-    from ..embedders.cove import CoveEmbedder
+    from ..embedders.cove_embedder import CoveEmbedder
     from ..text_files import numbered_lines
     from ..writer import atomic_file, check_can_write
 
@@ -136,15 +142,15 @@ def translate_command(
 
 @app.command("bleu")
 def bleu_command(
-    source: Path = typer.Argument(..., parser=InputFile(), help="Raw English, one sentence per line (.gz ok)"),
-    reference: Path = typer.Argument(..., parser=InputFile(), help="Raw German references, line-aligned (.gz ok)"),
+    source: Annotated[Path, typer.Argument(parser=InputFile(), help="Raw English, one sentence per line (.gz ok)")],
+    reference: Annotated[Path, typer.Argument(parser=InputFile(), help="Raw German references, line-aligned (.gz ok)")],
     model: CoveMT = "default",
     catalog: Catalog = None,
-    beam: int = typer.Option(5, "--beam", min=1),
-    alpha: float = typer.Option(0.6, "--alpha", min=0.0),
-    replace_unk: bool = typer.Option(
-        True, "--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>"
-    ),
+    beam: Annotated[int, typer.Option("--beam", min=1)] = 5,
+    alpha: Annotated[float, typer.Option("--alpha", min=0.0)] = 0.6,
+    replace_unk: Annotated[
+        bool, typer.Option("--replace-unk/--keep-unk", help="Write the most-attended source word for <unk>")
+    ] = True,
 ) -> None:
     """Translate SOURCE and score against REFERENCE: tokenised lowercased BLEU and default sacreBLEU."""
     from ..training.bleu import evaluate_bleu
@@ -154,8 +160,8 @@ def bleu_command(
 
 @app.command("export-cove")
 def export_cove_command(
-    mt_dir: Path = typer.Argument(..., parser=InputDir(), help="A cove-mt model directory"),
-    out_dir: Path = typer.Argument(..., parser=OutputDir(), help="Where to write the cove-encoder directory"),
+    mt_dir: Annotated[Path, typer.Argument(parser=InputDir(), help="A cove-mt model directory")],
+    out_dir: Annotated[Path, typer.Argument(parser=OutputDir(), help="Where to write the cove-encoder directory")],
     dtype: StorageDtype = None,
     legacy_precision: LegacyStoragePrecision = None,
 ) -> None:
@@ -168,8 +174,8 @@ def export_cove_command(
 
 @app.command("package-cove")
 def package_cove_command(
-    mt_dir: Path = typer.Argument(..., parser=InputDir(), help="A cove-mt model directory (e.g. a run's best/)"),
-    out_dir: Path = typer.Argument(..., parser=OutputDir(), help="Where to write the repacked cove-mt directory"),
+    mt_dir: Annotated[Path, typer.Argument(parser=InputDir(), help="A cove-mt model directory (e.g. a run's best/)")],
+    out_dir: Annotated[Path, typer.Argument(parser=OutputDir(), help="Where to write the repacked cove-mt directory")],
     dtype: StorageDtype = None,
     legacy_precision: LegacyStoragePrecision = None,
 ) -> None:

@@ -20,7 +20,7 @@ from .params import InPlaceDir, OutputDir
 
 @app.command("write-manifest")
 def write_manifest_command(
-    model_dir: Path = typer.Argument(..., parser=InPlaceDir(), help="An ELMo or CoVe model directory"),
+    model_dir: Annotated[Path, typer.Argument(parser=InPlaceDir(), help="An ELMo or CoVe model directory")],
 ) -> None:
     """Check MODEL_DIR's config.json and record the size and SHA-256 of its files in manifest.json."""
     from ..formats.model_dir import write_model_manifest
@@ -34,9 +34,9 @@ def convert_model_command(
     model: Annotated[
         str, model_argument("elmo", what="ELMo", extra="a folder in any ELMo format: ELMoForManyLangs, bilm-tf or ours")
     ],
-    output_dir: Path = typer.Argument(
-        ..., parser=OutputDir(), help="The new model directory (config.json + model.safetensors)"
-    ),
+    output_dir: Annotated[
+        Path, typer.Argument(parser=OutputDir(), help="The new model directory (config.json + model.safetensors)")
+    ],
     catalog: Catalog = None,
 ) -> None:
     """Convert an ELMo model (an unpacked ELMoForManyLangs archive, a bilm-tf options.json + weights.hdf5

@@ -28,9 +28,9 @@ from ..models.cove_layers import CoveLayers
 from ..models.mtlstm import MTLSTM
 from ..precision import MIXED, check_precision
 from .encoder import ContextualEncoder
-from .settings import check_encoder_settings, check_flag, check_model_name
+from .setting_checks import check_encoder_settings, check_flag, check_model_name
 from .shim import EncoderShim
-from .types import DocsToLayers
+from .signatures import DocsToLayers
 
 
 class CoveShim(EncoderShim):
