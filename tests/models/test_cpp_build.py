@@ -155,7 +155,11 @@ def test_a_truncated_library_is_built_again_never_loaded(cache, tmp_path, monkey
     build = probe(tmp_path, "first")
     assert load_operators(build).usable
     library = build.folder() / "probe.so"
-    library.write_bytes(library.read_bytes()[: library.stat().st_size // 2])  # a full disk, a cut copy
+    # A full disk, a cut copy: a new file in its place. (Cutting the file itself would cut the library this
+    # process has mapped, and the process would die of SIGBUS at exit.)
+    cut = library.with_name("cut.so")
+    cut.write_bytes(library.read_bytes()[: library.stat().st_size // 2])
+    os.replace(cut, library)
     cpp_build._loaded.clear()
     assert inspect(build).state == "built"  # the record says built; loading checks the file first
     assert load_operators(build).state == "loaded"
