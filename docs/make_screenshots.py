@@ -55,7 +55,7 @@ def demo_explorer(page: browser.Page) -> None:
 
 
 def choose_keyed(page: browser.Page, name: str, text: str) -> None:
-    """Pick ``text`` in a select box keyed on its context (``dashboard.common.context_key``)."""
+    """Pick ``text`` in a select box keyed on its context (``dashboard.text_inputs.context_key``)."""
     page.element(f"[class*='st-key-{name}_'] [role='combobox']").click()
     page._wait(lambda d: next((o for o in page._css("[role='option']") if text in o.text), None)).click()
     page.settle()

@@ -23,18 +23,13 @@ from ..analysis.sense_plots import point_frame, sense_scatter, shared_range
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.slices import gold_senses, occurrence_votes, score_name
 from . import session
-from .common import (
-    clicked_point,
-    context_key,
-    encoder_or_stop,
-    encoder_picker,
-    follow_click,
-    layer_label,
-    occurrence_label,
-    occurrence_layers,
-)
+from .chart_events import clicked_point, follow_click
 from .corpus_picker import CORPUS_KEY, corpus_picker, word_picker
+from .embedding_progress import occurrence_layers
+from .encoder_choice import encoder_or_stop, encoder_picker
+from .labels import layer_label, occurrence_label
 from .selection import occurrence_from_url, occurrence_parameter, render_slices, select
+from .text_inputs import context_key
 
 KEY = "compare"
 MAX_OCCURRENCES = 2000

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from .. import environment
 from ..analysis.lemmas import lemmatizer_note
 from ..analysis.markdown import escape_markdown
 from ..analysis.occurrences import (
@@ -24,7 +25,8 @@ from ..analysis.occurrences import (
     text_corpus_from_bytes,
 )
 from . import session
-from .common import MAX_PATH_CHARS, MAX_WORD_CHARS, path_input, sense_data_dir, word_input
+from .page_setup import setting
+from .text_inputs import MAX_PATH_CHARS, MAX_WORD_CHARS, path_input, word_input
 
 DEMO, PASTE, UPLOAD, JSONL = "Demo sentences", "Paste text", "Upload a file", "Sense-labelled JSONL"
 MAX_UPLOAD_BYTES = 50_000_000
@@ -179,3 +181,13 @@ def word_picker(key: str, records: list[dict], digest: str, source: str) -> str:
         note = lemmatizer_note()
         st.caption(note or "Lemma-aware: a word also finds its other forms (run → runs, ran).")
     return word.strip().lower()
+
+
+def sense_data_dir() -> Path | None:
+    """Where sense-labelled JSONL files are looked for: the environment variable, else ../shared/data/senses
+    next to a source checkout, else none."""
+    folder = setting(environment.SENSE_DATA)
+    if folder is not None:
+        return folder
+    checkout = Path(__file__).resolve().parents[3] / "shared" / "data" / "senses"
+    return checkout if checkout.is_dir() else None

@@ -24,7 +24,8 @@ from ..analysis.model_loading import ModelUnavailable, is_bundled, training_doma
 from ..analysis.occurrences import InputError
 from ..analysis.translation import Translation, translate
 from . import session
-from .common import MODEL_FIELD_HELP, cached_encoder, default_model, path_input, show_name_notice
+from .encoder_choice import MODEL_FIELD_HELP, cached_encoder, default_model, show_name_notice
+from .text_inputs import path_input
 
 KEY = "attention"
 DEFAULT_SENTENCE = "A man in a blue shirt is playing a guitar on the street ."

@@ -21,18 +21,11 @@ from ..analysis.sense_probe import (
     sense_probe,
 )
 from . import session
-from .common import (
-    cached_encoder,
-    clicked_point,
-    default_model,
-    embedding_estimate,
-    encoder_or_stop,
-    encoder_picker,
-    occurrence_layers,
-    occurrence_store,
-    open_page,
-)
+from .chart_events import clicked_point
 from .corpus_picker import CORPUS_KEY, DEMO, JSONL, UPLOAD, corpus_picker
+from .embedding_progress import embedding_estimate, occurrence_layers, occurrence_store
+from .encoder_choice import cached_encoder, default_model, encoder_or_stop, encoder_picker
+from .page_links import open_page
 
 KEY = "probe"
 DEFAULT_MAX_INSTANCES = 400

@@ -13,7 +13,8 @@ from .. import environment
 from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
 from . import session
-from .common import MAX_PATH_CHARS, setting
+from .page_setup import setting
+from .text_inputs import MAX_PATH_CHARS
 
 KEY = "weights"
 MAX_PIPELINES = 6

@@ -16,7 +16,8 @@ import streamlit as st
 from ..analysis.search import FIELDS, SearchError, search_matches
 from ..analysis.slices import ALL_NAME, slice_table, slices_html
 from . import session
-from .common import chart_region, context_key, word_input
+from .chart_events import chart_region
+from .text_inputs import context_key, word_input
 
 SLICE_NAME = "slice (box or lasso)"
 

@@ -66,24 +66,15 @@ from ..analysis.sense_plots import (
 from ..analysis.sense_probe import TYPE_LEVEL_LAYER
 from ..analysis.slices import occurrence_votes, score_name
 from . import session
-from .common import (
-    cached_encoder,
-    clicked_point,
-    context_key,
-    default_model,
-    duration,
-    encoder_or_stop,
-    encoder_picker,
-    follow_click,
-    layer_label,
-    occurrence_label,
-    occurrence_layers,
-    opened,
-    progress_bar,
-)
+from .chart_events import clicked_point, follow_click
 from .corpus_picker import CORPUS_KEY, corpus_picker, word_picker
+from .embedding_progress import duration, occurrence_layers, progress_bar
+from .encoder_choice import cached_encoder, default_model, encoder_or_stop, encoder_picker
+from .labels import layer_label, occurrence_label
 from .neighbour_list import neighbour_list
+from .page_links import opened
 from .selection import Selection, occurrence_from_url, occurrence_parameter, render_slices, select
+from .text_inputs import context_key
 
 KEY = "sense"
 MAX_OCCURRENCES = 20_000

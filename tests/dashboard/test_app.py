@@ -76,7 +76,7 @@ def trace_names(at: AppTest, key: str) -> list[str]:
 
 
 def keyed(widgets, name: str):
-    """The widget keyed ``name``, or ``name`` keyed on its context (``common.context_key``: word, corpus, model)."""
+    """The widget keyed ``name``, or ``name`` keyed on its context (``text_inputs.context_key``)."""
     return next(w for w in widgets if w.key == name or re.fullmatch(f"{name}_[0-9a-f]{{10}}", w.key or ""))
 
 
@@ -429,9 +429,9 @@ def test_layer_weights_bad_directories(models, tmp_path):
 def test_installed_entry_point_runs_every_page(models):
     at = ok(AppTest.from_file(str(REPO / "spacy_contextual/dashboard/main.py"), default_timeout=TIMEOUT).run())
     assert at.title[0].value == "spacy-contextual dashboard"
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
 
-    assert set(common.PAGES) == set(common.PAGE_FILES) | {"home"}
+    assert set(page_links.PAGES) == set(page_links.PAGE_FILES) | {"home"}
 
 
 def test_pages_without_any_model_say_what_to_do(monkeypatch, tmp_path):
@@ -485,10 +485,12 @@ def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
 
 
 def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
     from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
-    monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
+    monkeypatch.setattr(
+        page_links, "PAGES", {}
+    )  # the file-based app (the entry point's test registers st.Page objects)
     embedded = []  # sentences embedded (a store made earlier in this process may hold some already)
     original = ElmoEmbedder.embed_sentences
     monkeypatch.setattr(ElmoEmbedder, "embed_sentences", lambda self, s: embedded.append(len(s)) or original(self, s))
@@ -522,9 +524,11 @@ def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sa
 def test_one_session_state_across_pages(models, monkeypatch):
     """The word, the occurrence chosen per word, the layer, the corpus and the attention sentence are
     where the user left them after another page, and the word is the same on every page that has one."""
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
 
-    monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
+    monkeypatch.setattr(
+        page_links, "PAGES", {}
+    )  # the file-based app (the entry point's test registers st.Page objects)
     at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
     ok(at.switch_page("pages/1_Sense_explorer.py").run())
     ok(at.text_input(key="sense_word").set_value("bank").run())
@@ -566,9 +570,9 @@ def test_one_session_state_across_pages(models, monkeypatch):
 
 
 def test_the_probe_has_a_button_to_open_the_sense_explorer(models, monkeypatch):
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
 
-    monkeypatch.setattr(common, "PAGES", {})
+    monkeypatch.setattr(page_links, "PAGES", {})
     at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
     ok(at.switch_page("pages/4_Layer_probe.py").run())
     ok(at.button(key="probe_run").click().run())
@@ -618,9 +622,9 @@ def find_occurrences_of(records, word):
 
 
 def test_layer_weights_keeps_its_pipelines_across_pages(models, monkeypatch, tmp_path):
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
 
-    monkeypatch.setattr(common, "PAGES", {})
+    monkeypatch.setattr(page_links, "PAGES", {})
     at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
     ok(at.switch_page("pages/2_Layer_weights.py").run())
     ok(at.text_area(key="weights_paths").set_value(str(tmp_path / "no_pipeline")).run())

@@ -138,7 +138,7 @@ return out;
 
 
 def keyed(name: str) -> str:
-    """The CSS selector of a widget keyed on its context (``common.context_key``: name + a hash)."""
+    """The CSS selector of a widget keyed on its context (``text_inputs.context_key``: name + a hash)."""
     return f"[class*='st-key-{name}_']"
 
 
