@@ -88,7 +88,7 @@ def checked(at):
 
 
 def keyed(widgets, name: str):
-    """The widget keyed ``name`` on its context (``dashboard.common.context_key``: name + a hash)."""
+    """The widget keyed ``name`` on its context (``dashboard.text_inputs.context_key``: name + a hash)."""
     return next(w for w in widgets if w.key == name or re.fullmatch(f"{name}_[0-9a-f]{{10}}", w.key or ""))
 
 
@@ -133,7 +133,7 @@ def import_analysis() -> None:
 def demo_timings(timer: Timer) -> None:
     import streamlit as st
 
-    from spacy_contextual.dashboard.common import cached_encoder, default_model
+    from spacy_contextual.dashboard.encoder_choice import cached_encoder, default_model
 
     timer("first model load: bundled ELMo", lambda: cached_encoder("elmo", default_model("elmo")))
     timer("first model load: bundled CoVe (MT model)", lambda: cached_encoder("cove", default_model("cove")))

@@ -3,9 +3,10 @@
 Serves ``app/Home.py`` on 127.0.0.1, opens each page, does what a user would (types a word, clicks a
 point, presses a button), waits for what must be drawn (never a fixed sleep alone) and saves
 ``docs/dashboard_<name>.png`` in a 1280 px window and, for the main pages, ``docs/dashboard_<name>_800.png``
-in an 800 px one. Each page is checked as it is saved (``browser.layout_problems``: nothing runs out of
-the window, no label, option, select box or table is cut, titles clear of the toolbar, legends below
-the plots); the script lists what it found and exits with status 1 if anything.
+in an 800 px one, each reduced to 256 colours (a few hundred KB at most). Each page is checked as it is
+saved (``browser.layout_problems``: nothing runs out of the window, no label, option, select box or table is
+cut or breaks a word, titles clear of the toolbar, legends below the plots, no label over another); the
+script lists what it found and exits with status 1 if anything.
 
     PYTHONPATH=tests python docs/make_screenshots.py [--elmo-model DIR] [--cove-model DIR] [--pipeline DIR]
         [--sense-data DIR]
@@ -39,7 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 WIDTHS = (1280, 800)
 NARROW = {"home", "sense_explorer", "sense_explorer_hard", "layer_probe", "compare_models", "cove_attention",
-          "layer_weights"}  # fmt: skip  # also at 800 px
+          "layer_weights", "sense_explorer_projector", "cove_attention_lines"}  # fmt: skip  # also at 800 px
+EXPLORER_CHART = ".st-key-sense_chart .js-plotly-plot"
 
 
 def demo_explorer(page: browser.Page) -> None:
@@ -53,7 +55,7 @@ def demo_explorer(page: browser.Page) -> None:
 
 
 def choose_keyed(page: browser.Page, name: str, text: str) -> None:
-    """Pick ``text`` in a select box keyed on its context (``dashboard.common.context_key``)."""
+    """Pick ``text`` in a select box keyed on its context (``dashboard.text_inputs.context_key``)."""
     page.element(f"[class*='st-key-{name}_'] [role='combobox']").click()
     page._wait(lambda d: next((o for o in page._css("[role='option']") if text in o.text), None)).click()
     page.settle()
@@ -97,6 +99,47 @@ def hard_explorer(page: browser.Page) -> None:
         page.wait_for_text("on this machine", within="[data-testid='stMain']")
         page.press("Embed ")
     page.wait_for(".st-key-sense_chart .js-plotly-plot .legend", timeout_factor=4)
+
+
+def hard_by_link(page: browser.Page) -> None:
+    """The explorer on 'hard' opened by its URL (embedding it first if this server has not)."""
+    page.driver.get(f"{page.url}/Sense_explorer?corpus=hard.jsonl.gz&word=hard")
+    drawn = f"{EXPLORER_CHART} .scatterlayer .trace, {EXPLORER_CHART} .gl-container"
+    page._wait(lambda d: page._css(f".st-key-sense_embed button, {drawn}"))
+    if page._css(".st-key-sense_embed button"):
+        page.press("Embed ")
+    page.wait_for(drawn, timeout_factor=4)
+
+
+def projector_tools(page: browser.Page) -> dict:
+    """'hard': a search for the sense HARD2 marked, a lasso's slice scored beside the whole and the search, and
+    the pointer on the third neighbour line (its point ringed on the scatter)."""
+    hard_by_link(page)
+    page.choose_option("sense_search_by", "sense")
+    page.type_text("sense_search", "hard2")
+    traces = page._wait(lambda d: browser.chart_points(d, EXPLORER_CHART))
+    points = [p for name, group in traces.items() if name.startswith("HARD") for p in group]
+    xs, ys = sorted(p[1] for p in points), sorted(p[2] for p in points)
+    low_x, high_x, low_y, high_y = xs[len(xs) // 5], xs[len(xs) // 2], ys[len(ys) // 4], ys[3 * len(ys) // 4]
+    page.lasso("sense_chart", [(low_x, low_y), (high_x, low_y + 10), (high_x - 5, high_y), (low_x + 8, high_y - 6)])
+    page.wait_for(".st-key-sense_slices table")
+
+    def hover() -> None:
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        row = browser.shadow_elements(page.driver, "sense_neighbours_list", "tr[data-occurrence]")[2]
+        ActionChains(page.driver).move_to_element(row).perform()
+        page._wait(lambda d: d.execute_script("return document.querySelector('.neighbour-hover-mark')"))
+
+    return {"then": hover, "bottom": ".st-key-sense_slices"}
+
+
+def isolated(page: browser.Page) -> dict:
+    """'hard': an occurrence and its 10 neighbours isolated and re-projected, as the Projector's Isolate does."""
+    hard_by_link(page)
+    page.press("Isolate ")
+    page.wait_for_text("isolated", within=f"{EXPLORER_CHART} .gtitle")
+    return {"bottom": ".st-key-sense_chart"}
 
 
 def pasted_text_explorer(page: browser.Page) -> None:
@@ -158,6 +201,8 @@ SHOTS = [
     ("home", lambda page: (page.open(""), page.wait_for("[data-testid='stDataFrame']"))),
     ("sense_explorer", demo_explorer),
     ("sense_explorer_hard", hard_explorer),
+    ("sense_explorer_projector", projector_tools),
+    ("sense_explorer_isolated", isolated),
     ("sense_explorer_text", pasted_text_explorer),
     ("layer_probe", serve_probe),
     ("layer_probe_demo", demo_probe),
@@ -170,6 +215,15 @@ SHOTS = [
     ("cove_attention_lines", attention_lines),
     ("layer_weights", lambda page: (page.open("Layer_weights"), page.wait_for(".st-key-weights_chart .barlayer"))),
 ]
+
+
+def shrink(path: Path) -> None:
+    """The picture in 256 colours (screenshots of flat colours lose nothing visible), saved optimised."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
 
 
 def main() -> None:
@@ -201,11 +255,12 @@ def main() -> None:
                         continue
                     page = browser.Page(driver, url, args.timeout)
                     start = time.perf_counter()
-                    steps(page)
+                    picture = steps(page) or {}
                     found = browser.layout_problems(driver)
                     problems += [f"{name} at {width} px: {problem}" for problem in found]
                     out = DOCS / f"dashboard_{name}{'' if width == WIDTHS[0] else f'_{width}'}.png"
-                    page.full_screenshot(out)
+                    page.full_screenshot(out, **picture)
+                    shrink(out)
                     print(f"saved {out.relative_to(ROOT)} ({time.perf_counter() - start:.1f} s)"
                           + (f"; {len(found)} layout problem(s)" if found else ""))  # fmt: skip
     print("\n".join(problems) or "no layout problems at " + " or ".join(f"{w} px" for w in WIDTHS))

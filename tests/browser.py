@@ -183,7 +183,7 @@ class Page:
     def choose_option(self, key: str, text: str) -> None:
         """Open the selectbox ``key`` and pick the first option that contains ``text``."""
 
-        self.element(f".st-key-{key} [data-baseweb='select'], .st-key-{key} [role='combobox']").click()
+        self.element(f".st-key-{key} [role='combobox']").click()
         option = self._wait(
             lambda d: next((o for o in self._css("[role='option']") if text in o.text), None),
             message=f"no option with '{text}' in {key}",
@@ -202,6 +202,31 @@ class Page:
         field.send_keys(Keys.CONTROL, Keys.ENTER) if area else field.send_keys(Keys.ENTER)
         self.settle()
 
+    def lasso(self, chart_key: str, polygon: list[tuple[float, float]]) -> tuple[list, list[int]]:
+        """The lasso tool of chart ``chart_key``, then a drag through ``polygon`` (window pixels) and back to its
+        start; returns what plotly took (its ``plotly_selected`` event): the lasso in the chart's units and the
+        occurrences (``customdata[0]``) it holds."""
+        from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+        self.element(f".st-key-{chart_key} .modebar-btn[data-title='Lasso Select']").click()
+        self.driver.execute_script(
+            "window.lassoed = null; document.querySelector(arguments[0]).on('plotly_selected', event => {"
+            "  window.lassoed = event && [event.lassoPoints, event.points.filter(p => p.customdata)"
+            "    .map(p => +p.customdata[0])]; });",
+            f".st-key-{chart_key} .js-plotly-plot",
+        )
+        actions = ActionBuilder(self.driver)
+        mouse = actions.pointer_action
+        mouse.move_to_location(round(polygon[0][0]), round(polygon[0][1])).pointer_down()
+        for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1], strict=True):
+            for step in range(1, 6):  # plotly's lasso is the path of the pointer's moves
+                mouse.move_to_location(round(x1 + (x2 - x1) * step / 5), round(y1 + (y2 - y1) * step / 5))
+        mouse.pointer_up()
+        actions.perform()
+        lasso, points = self._wait(lambda d: d.execute_script("return window.lassoed"), message="plotly saw no lasso")
+        self.settle()
+        return list(zip(lasso["x"], lasso["y"], strict=True)), sorted(set(points))
+
     def press(self, label: str) -> None:
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support import expected_conditions as EC
@@ -209,15 +234,21 @@ class Page:
         self._wait(EC.element_to_be_clickable((By.XPATH, f"//button[contains(., '{label}')]"))).click()
         self.settle()
 
-    def full_screenshot(self, out: Path, max_height: int = 5000) -> None:
-        """The whole main area: the window is stretched to the page's height first."""
+    def full_screenshot(self, out: Path, max_height: int = 5000, then=None, bottom: str | None = None) -> None:
+        """The main area: the window is stretched to the page's height first (to the bottom of the element
+        ``bottom`` when given, a CSS selector); ``then()`` runs after the stretch, before the picture."""
         height = self.driver.execute_script(
             "const main = document.querySelector('[data-testid=\"stMain\"]');"
-            "return Math.max(main ? main.scrollHeight : 0, document.body.scrollHeight);"
+            "const end = arguments[0] && document.querySelector(arguments[0]);"
+            "if (end) return end.getBoundingClientRect().bottom + window.scrollY + 20;"
+            "return Math.max(main ? main.scrollHeight : 0, document.body.scrollHeight);",
+            bottom,
         )
         self.driver.set_window_size(self.driver.get_window_size()["width"], min(max(int(height) + 40, 800), max_height))
         time.sleep(0.5)  # plotly redraws on resize
         self.settle(0.5)
+        if then is not None:
+            then()
         self.driver.save_screenshot(str(out))
 
 
@@ -226,10 +257,14 @@ const out = [];
 const width = document.documentElement.clientWidth, page = document.documentElement.scrollWidth;
 if (page > width + 1) out.push(`the page scrolls sideways (${page} > ${width} px)`);
 const name = (el) => {
-  const keyed = el.closest('[class*="st-key-"]');
+  const host = el.getRootNode && el.getRootNode().host;  // inside a component's shadow root: name its host
+  const keyed = (host || el).closest('[class*="st-key-"]');
   const match = keyed ? keyed.className.match(/st-key-[\\w-]+/) : null;
-  return match ? match[0] : (el.dataset.testid || el.tagName);
+  return match ? match[0] : (el.dataset && el.dataset.testid) || el.tagName;
 };
+const roots = [document];  // the page and every open shadow root (components draw into one)
+for (const el of document.querySelectorAll('*')) if (el.shadowRoot) roots.push(el.shadowRoot);
+const all = (selector) => roots.flatMap(root => [...root.querySelectorAll(selector)]);
 for (const el of document.querySelectorAll('[data-testid="stElementContainer"]')) {
   const r = el.getBoundingClientRect();
   if (r.width > 0 && (r.right > width + 1 || r.left < -1)) out.push(`${name(el)} runs out of the window`);
@@ -243,19 +278,43 @@ for (const p of document.querySelectorAll('[data-testid="stRadio"] [role="radiog
   const line = parseFloat(getComputedStyle(p).lineHeight) || 20;
   if (p.getBoundingClientRect().height > 1.8 * line) out.push(`radio option on two lines: ${p.textContent}`);
 }
-for (const box of document.querySelectorAll('[data-testid="stSelectbox"] [data-baseweb="select"] div')) {
-  const cut = box.children.length === 0 && box.textContent.trim() && box.scrollWidth > box.clientWidth + 1;
-  if (cut) out.push(`select box cut: ${box.textContent}`);
+// today's select box: a react-aria combobox whose value is the text of its input
+for (const box of document.querySelectorAll('[data-testid="stSelectbox"] input[role="combobox"]')) {
+  if (box.value && box.scrollWidth > box.clientWidth + 1) out.push(`select box cut: ${box.value}`);
 }
 for (const table of document.querySelectorAll('[data-testid="stDataFrame"]')) {
   const scroller = table.querySelector('.dvn-scroller');
   const cut = scroller && scroller.scrollWidth > scroller.clientWidth + 1;
   if (cut) out.push(`${name(table)} is cut (${scroller.scrollWidth} > ${scroller.clientWidth} px)`);
 }
-for (const kwic of document.querySelectorAll('table.kwic')) {
-  const column = kwic.parentElement.getBoundingClientRect();
-  if (kwic.getBoundingClientRect().right > column.right + 1) out.push('a KWIC table is wider than its column');
+// a word (a run of text without spaces: a number, a sense, a word) of a table cell split across lines
+for (const cell of all('td, th')) {
+  if (cell.getClientRects().length === 0) continue;
+  const walker = (cell.ownerDocument || document).createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.textContent.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (lines.size > 1) out.push(`${name(cell)}: a table cell breaks '${match[0]}' across ${lines.size} lines`);
+    }
+  }
 }
+for (const kwic of all('table.kwic')) {
+  const column = kwic.parentElement.getBoundingClientRect();
+  const wide = kwic.getBoundingClientRect().right > column.right + 1;
+  if (wide) out.push(`${name(kwic)}: a KWIC table is wider than its column`);
+}
+for (const frame of document.querySelectorAll('iframe')) {
+  const doc = frame.contentDocument;
+  if (!doc || !doc.documentElement || frame.getClientRects().length === 0) continue;
+  const root = doc.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) out.push(`${name(frame)}: its page scrolls sideways`);
+  if (root.scrollHeight > frame.clientHeight + 1) out.push(`${name(frame)}: its page is cut at the bottom`);
+}
+const overlap = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left))
+  * Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
 for (const chart of document.querySelectorAll('.js-plotly-plot')) {
   const box = chart.getBoundingClientRect();
   const title = chart.querySelector('.gtitle');
@@ -267,6 +326,32 @@ for (const chart of document.querySelectorAll('.js-plotly-plot')) {
     const share = Math.round(100 * p.width / box.width);
     const single = chart.querySelectorAll('.nsewdrag').length === 1;
     if (single && share < 75) out.push(`${name(chart)}: the plot takes ${share} % of the chart's width`);
+  }
+  // no label over another label, an axis title, the legend or an error bar
+  const labels = [];
+  const add = (el, what) => {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) labels.push([r, what, el]);
+  };
+  const titles = '.infolayer > g[class^="g-"][class$="title"] text';
+  chart.querySelectorAll('.textpoint text, .bartext').forEach(el => add(el, `label '${el.textContent}'`));
+  chart.querySelectorAll('.annotation-text-g text').forEach(el => add(el, `annotation '${el.textContent}'`));
+  chart.querySelectorAll(titles).forEach(el => add(el, `axis title '${el.textContent}'`));
+  if (legend && chart._fullLayout.showlegend) {
+    const bg = legend.querySelector('.bg') || legend;
+    add(bg, 'the legend');
+  }
+  const bars = [...chart.querySelectorAll('.errorbar path')].map(el => el.getBoundingClientRect())
+    .filter(r => r.height > 0);
+  for (let i = 0; i < labels.length; i++) {
+    const [a, what] = labels[i];
+    for (let j = i + 1; j < labels.length; j++) {
+      const [b, other] = labels[j];
+      if (labels[i][2].contains(labels[j][2]) || labels[j][2].contains(labels[i][2])) continue;
+      if (overlap(a, b) > 4) out.push(`${name(chart)}: ${what} lies over ${other}`);
+    }
+    const struck = what.startsWith('label') && bars.some(bar => overlap(a, bar) > 2);
+    if (struck) out.push(`${name(chart)}: an error bar runs through ${what}`);
   }
 }
 return out;
@@ -284,10 +369,41 @@ return [box.left + x, box.top + y];
 """
 
 
+CHART_POINTS = """
+const chart = document.querySelector(arguments[0]);
+if (!chart || !chart._fullData || !chart._fullLayout) return null;
+const box = chart.getBoundingClientRect(), xaxis = chart._fullLayout.xaxis, yaxis = chart._fullLayout.yaxis;
+return chart._fullData.map(trace => [trace.name, (trace.customdata || []).map((data, i) => [
+  +data[0], box.left + xaxis._offset + xaxis.l2p(trace.x[i]), box.top + yaxis._offset + yaxis.l2p(trace.y[i]), data[2],
+  trace.x[i], trace.y[i],
+])]);
+"""
+
+
+def chart_points(driver, chart: str) -> dict[str, list[tuple]]:
+    """{trace name: [(occurrence, x, y, sense, data x, data y) per point]} of the scatter under the CSS selector
+    ``chart``, x and y in the window's pixels as plotly draws them now, then in the chart's own units."""
+    traces = driver.execute_script(CHART_POINTS, chart)
+    return {name: [tuple(point) for point in points] for name, points in traces or []}
+
+
+def shadow_elements(driver, key: str, selector: str) -> list:
+    """The elements matching ``selector`` inside the shadow root of the component keyed ``key``."""
+    from selenium.webdriver.common.by import By
+
+    host = driver.execute_script(
+        "return [...document.querySelectorAll(`.st-key-${arguments[0]} *`)].find(e => e.shadowRoot) || null", key
+    )
+    return [] if host is None else host.shadow_root.find_elements(By.CSS_SELECTOR, selector)
+
+
 def layout_problems(driver) -> list[str]:
     """What does not fit the window: the page scrolling sideways, an element out of the window, a label,
-    radio option or select box cut or broken, a table cut, a KWIC table wider than its column, a chart
-    title under the toolbar, a legend beside the plot instead of below it."""
+    radio option or select box (today's react-aria combobox) cut or broken, a data grid cut, a word or
+    number of a table cell (also in a component's shadow root) split across lines, a KWIC table wider than
+    its column, an embedded page (the attention lines) that scrolls or is cut, a chart title under the
+    toolbar, a legend beside the plot instead of below it, a chart label over another label, an axis title,
+    the legend or an error bar."""
     return driver.execute_script(LAYOUT_PROBLEMS)
 
 

@@ -234,6 +234,9 @@ def attention_figure(
     return fig
 
 
+LINE_SPAN = 240  # px between the English and the German column
+
+
 def attention_lines_html(
     source_tokens: list[str],
     target_tokens: list[str],
@@ -244,11 +247,17 @@ def attention_lines_html(
     note: str = "",
 ) -> str:
     """The line view as one standalone HTML page (SVG + a few lines of script, nothing loaded from
-    elsewhere). English on the left with its coverage bar, German on the right; line opacity = α."""
+    elsewhere). English on the left with its coverage bar, German on the right; line opacity = α. The
+    drawing is as wide as its longest words need and scales down to a narrower page, so both languages
+    stay in view and nothing scrolls."""
     alpha = check_shape(source_tokens, target_tokens, alpha)
     covered, missed = coverage(alpha), set(unattended(alpha))
-    row, top = 26, 20
-    left_x, right_x, bar_x = 260, 560, 10
+    row, top, char, bar_x = 26, 20, 9.0, 10  # px: a row, the top margin, a character of 15 px text
+    longest_source = max(len(t) + 6 * (j in unknown_source) for j, t in enumerate(source_tokens))  # " ⚠ OOV"
+    longest_target = max(len(t) + 8 * (i in unknown_target) for i, t in enumerate(target_tokens))  # " ⚠ <unk>"
+    left_x = bar_x + 120 + char * longest_source  # the bar and its value, then the English words (right-aligned)
+    right_x = left_x + LINE_SPAN
+    drawing_width = int(right_x + char * longest_target + 20)
     height = top + row * max(len(source_tokens), len(target_tokens)) + 20
 
     def y(i: int) -> int:
@@ -291,7 +300,7 @@ def attention_lines_html(
         "t.addEventListener('mouseleave',reset);});"
     )
     style = (
-        "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:12px;color:#111}"
+        "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:8px;color:#111;overflow-x:hidden}"
         "line.a{stroke:#0072B2;stroke-width:2.5}text.tok{font-size:15px;cursor:default;fill:#111}"
         f"text.tok:hover{{font-weight:700}}text.flag{{fill:{FLAG_COLOR};font-weight:700}}"
         f"text.cov{{font-size:11px;fill:#555}}text.low{{fill:#8a5a00;font-weight:700}}"
@@ -303,9 +312,9 @@ def attention_lines_html(
         "<p>Left: English (bar: coverage Σα, orange where no German token attends to it most); right: German. "
         f"Line opacity = α. Hover a word to see only its lines. {html.escape(NOT_ALIGNMENT)}</p>"
     )
-    svg = (
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{right_x + 260}' height='{height}' "
-        f"viewBox='0 0 {right_x + 260} {height}'>{''.join(parts)}</svg>"
+    svg = (  # as wide as its words need, narrower windows scale it down: both languages always in view
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='100%' style='max-width:{drawing_width}px;height:auto' "
+        f"viewBox='0 0 {drawing_width} {height}' preserveAspectRatio='xMinYMin meet'>{''.join(parts)}</svg>"
     )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>"

@@ -3,21 +3,22 @@ of a top margin that the toolbar (Streamlit's and plotly's icons, top right) nev
 below the plot and its axis title, horizontal (it wraps instead of taking the plot's width, and covers
 no point); small side margins.
 
-The legend's offset is a share of the plot's height: ``AXIS_ROOM`` pixels of a plot of ``height - top
-- AXIS_ROOM - LEGEND_ROOM`` pixels (plotly then grows the bottom margin to hold the legend)."""
+The legend hangs from the bottom of the whole figure (``yref="container"``), and the bottom margin holds
+the axis title and it: plotly pushes the margin up by the legend's height as it wraps into more rows in a
+narrower window, so the axis title and the legend never meet. (A legend placed in the plot's own units
+would move with the plot's height, which shrinks when the legend wraps: after a resize the axis title
+lay over it.)"""
 
 from __future__ import annotations
 
 TITLE_MARGIN = 78  # px above the plot: the toolbar's row (about 36 px), then the title
 PLAIN_MARGIN = 40  # px above a plot without a title: the toolbar's row
 AXIS_ROOM = 58  # px below the plot for tick labels and the axis title
-LEGEND_ROOM = 60  # px the legend takes below that, about two rows
 
 
 def chart_layout(height: int, title: str = "", legend_title: str = "") -> dict:
     """``fig.update_layout(**chart_layout(...))``: height, title, legend and margins."""
     top = TITLE_MARGIN if title else PLAIN_MARGIN
-    plot = max(height - top - AXIS_ROOM - LEGEND_ROOM, 100)
     layout = {
         "height": height,
         "margin": {"l": 10, "r": 10, "t": top, "b": AXIS_ROOM},
@@ -25,8 +26,9 @@ def chart_layout(height: int, title: str = "", legend_title: str = "") -> dict:
             "orientation": "h",
             "x": 0,
             "xanchor": "left",
-            "y": -AXIS_ROOM / plot,
-            "yanchor": "top",
+            "yref": "container",
+            "y": 0,
+            "yanchor": "bottom",
             "title": {"text": legend_title, "side": "left"},
         },
     }

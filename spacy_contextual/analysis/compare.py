@@ -64,20 +64,24 @@ def aligned_projections(vectors_a: np.ndarray, vectors_b: np.ndarray) -> tuple[P
 
 
 def change_html(change: pd.DataFrame) -> str:
-    """``neighbour_change`` rows as an HTML table whose text cells wrap, so that it fits any column
-    width (a data grid of three KWIC columns would be cut in a narrow window); every text is escaped."""
+    """``neighbour_change`` rows as an HTML table whose text cells wrap between words only, so that it fits
+    a narrow column without breaking a number, a sense or a word across lines (the number and sense
+    columns never wrap; a word longer than its column scrolls the table sideways, inside its own box);
+    every text is escaped."""
     rows = "".join(
-        f"<tr><td>#{row.occurrence}</td><td class='overlap'>{row.overlap:.2f}</td>"
-        f"<td>{html.escape(str(row.sense or ''))}</td><td>{html.escape(row.context)}</td>"
+        f"<tr><td class='num'>#{row.occurrence}</td><td class='num overlap'>{row.overlap:.2f}</td>"
+        f"<td class='sense'>{html.escape(str(row.sense or ''))}</td><td>{html.escape(row.context)}</td>"
         f"<td>{html.escape(row.nearest_a)}</td><td>{html.escape(row.nearest_b)}</td></tr>"
         for row in change.rename(columns={"nearest in A": "nearest_a", "nearest in B": "nearest_b"}).itertuples()
     )
     style = (
-        "<style>.change{border-collapse:collapse;width:100%;font-size:13px;line-height:1.35}"
-        ".change th,.change td{border-bottom:1px solid #ddd;padding:3px 5px;text-align:left;vertical-align:top;"
-        "overflow-wrap:anywhere}.change .overlap{text-align:right;font-variant-numeric:tabular-nums}</style>"
+        "<style>.change-box{overflow-x:auto}.change{border-collapse:collapse;width:100%;font-size:13px;"
+        "line-height:1.35}.change th,.change td{border-bottom:1px solid #ddd;padding:3px 5px;text-align:left;"
+        "vertical-align:top;overflow-wrap:normal;word-break:normal;hyphens:none}"
+        ".change .num,.change .sense,.change th{white-space:nowrap}"
+        ".change .num{text-align:right;font-variant-numeric:tabular-nums}</style>"
     )
     header = (
         "<tr><th>#</th><th>overlap</th><th>sense</th><th>context</th><th>nearest in A</th><th>nearest in B</th></tr>"
     )
-    return f"{style}<table class='change'>{header}{rows}</table>"
+    return f"{style}<div class='change-box'><table class='change'>{header}{rows}</table></div>"

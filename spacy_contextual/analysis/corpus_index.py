@@ -1,10 +1,12 @@
 """Sentence-level neighbours (the ELMo paper's Table 4): the nearest tokens of *any* word in the corpus
 to one occurrence, by cosine similarity at a layer or mix.
 
-``build_token_index`` embeds the corpus's sentences in order until ``max_tokens`` tokens (every layer
-of every token, float16 to halve the memory; ``indexed_records`` says which sentences those are; of a
-first sentence longer than that, its first ``max_tokens`` tokens), in chunks (``record_chunks``) with
-``progress(done, total)`` after each; ``nearest_tokens`` ranks them against a query vector.
+``build_token_index`` embeds as many of the corpus's sentences as fit in ``max_tokens`` tokens (every
+layer of every token, float16 to halve the memory, each chunk as it comes), drawn across the file and
+stratified by sense where the records are labelled (``indexed_records``: a prefix of
+``sampling.spread_order``, never the file's first sentences; of a first sentence longer than
+``max_tokens``, its first ``max_tokens`` tokens), in chunks with ``progress(done_tokens, total_tokens)``
+(``occurrence_store.embed_in_chunks``); ``nearest_tokens`` ranks them against a query vector.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from .neighbours import kwic
-from .occurrence_store import Progress, record_chunks
+from .occurrence_store import Progress, Timing, embed_in_chunks
 from .occurrence_vectors import Embed, Layer, select_layer
 from .projection import normalize_rows
+from .sampling import ALL, RANDOM, STRATIFIED, Sample, has_labels, spread_order
 
 MAX_INDEX_TOKENS = 30_000
 
@@ -32,32 +35,39 @@ class TokenIndex:
     total_sentences: int  # sentences in the corpus
 
 
-def indexed_records(records: list[dict], max_tokens: int = MAX_INDEX_TOKENS) -> list[int]:
-    """The first sentences of the corpus that fit in ``max_tokens`` tokens (at least one)."""
+def record_senses(records: Sequence[dict]) -> list:
+    """Each record's gold sense (None where it has no labelled target)."""
+    return [record.get("sense") if record.get("target") is not None else None for record in records]
+
+
+def indexed_records(records: list[dict], max_tokens: int = MAX_INDEX_TOKENS, seed: int = 0) -> Sample:
+    """The sentences that fit in ``max_tokens`` tokens (at least one), taken in ``spread_order`` (across the
+    file, stratified by sense where there are labels), in corpus order."""
+    senses = record_senses(records)
     chosen, tokens = [], 0
-    for index, record in enumerate(records):
-        if chosen and tokens + len(record["tokens"]) > max_tokens:
+    for index in spread_order(senses, seed):
+        length = len(records[index]["tokens"])
+        if chosen and tokens + length > max_tokens:
             break
-        chosen.append(index)
-        tokens += len(record["tokens"])
-    return chosen
+        chosen.append(int(index))
+        tokens += length
+    how = STRATIFIED if has_labels(senses) else RANDOM
+    return Sample(np.array(sorted(chosen), dtype=np.int64), len(records), how if len(chosen) < len(records) else ALL)
 
 
 def build_token_index(
     embed: Embed, records: list[dict], max_tokens: int = MAX_INDEX_TOKENS, progress: Progress | None = None
 ) -> TokenIndex:
-    chosen = indexed_records(records, max_tokens)
-    layers, record, position, indexed, done = [], [], [], 0, 0
-    for chunk in record_chunks(records, chosen):
-        for index, array in zip(chunk, embed([list(records[i]["tokens"]) for i in chunk]), strict=True):
+    chosen = indexed_records(records, max_tokens).indices.tolist()
+    layers, record, position, indexed = [], [], [], 0
+    sentences = [records[i]["tokens"] for i in chosen]
+    for chunk, arrays in embed_in_chunks(embed, sentences, Timing(), progress):
+        for index, array in zip(chunk, arrays, strict=True):  # each chunk kept as float16 at once
             kept = min(array.shape[1], max_tokens - indexed)
             indexed += kept
             layers.append(np.moveaxis(array[:, :kept], 0, 1).astype(np.float16))  # (tokens, L, d)
-            record.append(np.full(kept, index))
+            record.append(np.full(kept, chosen[index]))
             position.append(np.arange(kept))
-        done += len(chunk)
-        if progress is not None:
-            progress(done, len(chosen))
     layers, record, position = np.concatenate(layers), np.concatenate(record), np.concatenate(position)
     return TokenIndex(layers, record, position, len(chosen), len(records))
 
@@ -72,8 +82,9 @@ def nearest_tokens(
     exclude: tuple[int, int] | None = None,
     other_words_only: str | None = None,
 ) -> pd.DataFrame:
-    """The ``k`` tokens most similar to ``query`` (dim,): record, position, token, similarity and the
-    KWIC line. ``exclude`` (record, position) leaves the query itself out; ``other_words_only`` leaves
+    """The ``k`` tokens most similar to ``query`` (dim,): record, position, token, cosine distance and
+    similarity, and the KWIC line (``attrs["farthest"]``: the distance of the farthest token kept).
+    ``exclude`` (record, position) leaves the query itself out; ``other_words_only`` leaves
     out every token that is this word (case-insensitive)."""
     vectors = normalize_rows(select_layer(index.layers.astype(np.float32), layer, weights))
     similarity = vectors @ normalize_rows(np.asarray(query, dtype=np.float32)[None])[0]
@@ -86,14 +97,18 @@ def nearest_tokens(
     similarity = np.where(keep, similarity, -np.inf)
     nearest = np.argsort(-similarity, kind="stable")[: min(k, int(keep.sum()))]
     lines = [kwic(records[index.record[i]]["tokens"], int(index.position[i])) for i in nearest]
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "record": index.record[nearest],
             "position": index.position[nearest],
             "token": [tokens[i] for i in nearest],
+            "distance": 1.0 - similarity[nearest].astype(float),
             "similarity": similarity[nearest].astype(float),
             "left": [line[0] for line in lines],
             "word": [line[1] for line in lines],
             "right": [line[2] for line in lines],
         }
     )
+    kept = similarity[keep]
+    frame.attrs["farthest"] = float(1.0 - kept.min()) if len(kept) else 1.0
+    return frame

@@ -25,6 +25,7 @@ from ..writer import atomic_file
 from .chart_layout import chart_layout
 from .occurrences import InputError
 from .palette import CATEGORY_COLORS
+from .plot_text import escaped
 
 MIX_COLUMNS = ["component", "source", "encoder", "layer", "label", "s", "weight", "gamma"]
 EXAMPLE = ASSETS / "layer_weights" / "ewt_elmo_tagger.json"
@@ -141,15 +142,15 @@ def layer_weights_figure(mixes: pd.DataFrame) -> go.Figure:
         of_kind = mixes[mixes["encoder"] == kind]
         for component, group in of_kind.groupby("component", sort=False):
             fig.add_bar(
-                x=list(group["label"]),
+                x=[escaped(label) for label in group["label"]],
                 y=group["weight"],
-                name=component,
+                name=escaped(component),
                 legendgroup=component,
                 showlegend=component not in shown,
                 text=[f"{w:.3f}" for w in group["weight"]],
                 textposition="inside",
                 insidetextanchor="end",
-                hovertemplate=component + " · %{x}: softmax(s) = %{y:.4f}, s = %{customdata:.4f}<extra></extra>",
+                hovertemplate="%{fullData.name} · %{x}: softmax(s) = %{y:.4f}, s = %{customdata:.4f}<extra></extra>",
                 customdata=group["s"],
                 marker_color=colors[component],
                 row=1,
@@ -172,14 +173,14 @@ def layer_weights_figure(mixes: pd.DataFrame) -> go.Figure:
     for component, group in mixes.groupby("component", sort=False):
         gamma = group["gamma"].iloc[0]
         fig.add_bar(
-            x=[component],
+            x=[escaped(component)],
             y=[gamma],
-            name=component,
+            name=escaped(component),
             legendgroup=component,
             showlegend=False,
             text=[f"{gamma:.3f}"],
             textposition="outside",
-            hovertemplate=component + ": γ = %{y:.4f}<extra></extra>",
+            hovertemplate="%{fullData.name}: γ = %{y:.4f}<extra></extra>",
             marker_color=colors[component],
             row=1,
             col=len(kinds) + 1,

@@ -1,8 +1,13 @@
 """Scatter plots of projected occurrences.
 
+Every text that comes from the data (senses, word forms, sentences, cluster names) is HTML-escaped before
+plotly sees it, in legend entries, hover text, point labels and tick labels alike (``plot_text.escaped``).
+
 * ``sense_scatter``: one point per occurrence, coloured (Okabe-Ito, colour-blind safe) by gold sense,
   cluster or word form, the sentence (around the word) on hover, the occurrence index as ``customdata``
-  so that a clicked point can be traced back; the selected occurrence (a star) and its k nearest
+  so that a clicked or lassoed point can be traced back (a frame may hold some occurrences only: an
+  isolated selection, re-projected); the matches of a search marked (black squares), a slice (a lasso or
+  box) drawn selected and the rest faded; the selected occurrence (a star) and its k nearest
   neighbours (black rings on a white halo, visible on any colour) drawn above the cloud at any size:
   they are the last traces and of the cloud's own kind (plotly draws every WebGL trace above every SVG
   one, so SVG marks on a WebGL cloud would lie under it), and a cloud of more than ``FADE_ABOVE``
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,12 +35,13 @@ from plotly.subplots import make_subplots
 
 from .chart_layout import PLAIN_MARGIN, chart_layout
 from .palette import CATEGORY_COLORS, HALO_COLOR, MARK_COLOR, SELECTED_COLOR
+from .plot_text import escaped
 from .projection import Projection, project
 
 HOVER_CONTEXT = 8  # tokens either side of the word
 PALETTE = CATEGORY_COLORS
 COLOR_OPTIONS = ("sense", "cluster", "form")
-SELECTED_NAME, NEIGHBOURS_NAME = "selected", "nearest neighbours"
+SELECTED_NAME, NEIGHBOURS_NAME, SEARCH_NAME = "selected", "nearest neighbours", "search matches"
 AXIS_FONT = {"size": 13, "color": "#222"}
 WEBGL_ABOVE = 1000  # points: a cloud this large is drawn with WebGL
 FADE_ABOVE = 300  # points: with a selection, a cloud this large fades so that the marks stand out
@@ -50,14 +57,19 @@ def snippet(tokens: list[str], position: int, context: int = HOVER_CONTEXT) -> s
 
 
 def point_frame(
-    records: list[dict], occurrences: pd.DataFrame, coords: np.ndarray, clusters: np.ndarray | None = None
+    records: list[dict],
+    occurrences: pd.DataFrame,
+    coords: np.ndarray,
+    clusters: np.ndarray | None = None,
+    ids: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """What a scatter shows: x, y, occurrence index, cluster, gold sense, word form, hover text."""
+    """What a scatter shows: x, y, occurrence index (``ids``: the occurrences' indices when ``occurrences``
+    is a part of the whole, default 0..n-1), cluster, gold sense, word form, hover text."""
     frame = pd.DataFrame(
         {
             "x": coords[:, 0],
             "y": coords[:, 1],
-            "occurrence": np.arange(len(occurrences)),
+            "occurrence": np.arange(len(occurrences)) if ids is None else np.asarray(ids),
             "sense": occurrences["sense"].fillna("(none)").astype(str).to_numpy(),
             "form": occurrences["token"].astype(str).to_numpy(),
             "context": [
@@ -77,7 +89,19 @@ def color_map(values) -> dict[str, str]:
 
 
 def _hover(frame: pd.DataFrame) -> list:
-    return np.column_stack([frame["occurrence"], frame["context"], frame["sense"], frame["form"]]).tolist()
+    return [
+        [int(occurrence), context, escaped(sense), escaped(form)]
+        for occurrence, context, sense, form in zip(
+            frame["occurrence"], frame["context"], frame["sense"], frame["form"], strict=True
+        )
+    ]
+
+
+def rows_of(frame: pd.DataFrame, occurrences) -> pd.DataFrame:
+    """The rows of ``frame`` for ``occurrences`` (indices into the whole set), in that order, leaving out
+    those the frame does not hold."""
+    position = pd.Series(np.arange(len(frame)), index=frame["occurrence"].to_numpy())
+    return frame.iloc[[int(position[o]) for o in occurrences if o in position.index]]
 
 
 HOVER = "%{customdata[1]}<br>sense: %{customdata[2]} · form: %{customdata[3]}<extra>#%{customdata[0]}</extra>"
@@ -88,19 +112,32 @@ def scatter_kind(points: int):
     return go.Scattergl if points > WEBGL_ABOVE else go.Scatter
 
 
-def category_traces(frame: pd.DataFrame, color: str, colors: dict, size: float, opacity: float):
-    """One marker trace per value of ``frame[color]`` (``scatter_kind``), hover and customdata set."""
+SLICED_OPACITY = 0.12  # the points outside a slice
+
+
+def category_traces(
+    frame: pd.DataFrame, color: str, colors: dict, size: float, opacity: float, members: set | None = None
+):
+    """One marker trace per value of ``frame[color]`` (``scatter_kind``), hover and customdata set;
+    ``members`` (occurrences of a slice): those drawn selected, the others faded."""
     scatter = scatter_kind(len(frame))
     for value, group in frame.groupby(color, sort=True):
-        yield scatter(
+        trace = scatter(
             x=group["x"],
             y=group["y"],
             mode="markers",
-            name=str(value),
+            name=escaped(value),
             marker={"size": size, "opacity": opacity, "color": colors[value]},
             customdata=_hover(group),
             hovertemplate=HOVER,
         )
+        if members is not None:
+            trace.update(
+                selectedpoints=[i for i, o in enumerate(group["occurrence"]) if int(o) in members],
+                selected={"marker": {"opacity": CLOUD_OPACITY}},
+                unselected={"marker": {"opacity": SLICED_OPACITY}},
+            )
+        yield trace
 
 
 def sense_scatter(
@@ -113,29 +150,35 @@ def sense_scatter(
     height: int = 620,
     marks: dict[str, list[int]] | None = None,
     axis_range: tuple[list[float], list[float]] | None = None,
+    search: Sequence[int] = (),
+    slice_members: Sequence[int] | None = None,
 ) -> go.Figure:
     """``color``: "sense", "cluster" or "form". WebGL above ``WEBGL_ABOVE`` points. ``marks`` ({legend
-    name: occurrences}) replaces the one group of ``neighbours``; ``axis_range`` fixes both axes."""
+    name: occurrences}) replaces the one group of ``neighbours``; ``search``: occurrences that match a
+    search, marked; ``slice_members``: a slice, drawn selected above the faded rest; ``axis_range`` fixes
+    both axes. ``selected``, ``neighbours``, ``marks``, ``search`` and ``slice_members`` are occurrences
+    (the frame's "occurrence"): those the frame does not hold are left out."""
     if color not in frame.columns:
         raise ValueError(f"cannot colour by '{color}': the frame has {', '.join(frame.columns)}")
-    faded = selected is not None and len(frame) > FADE_ABOVE
+    faded = (selected is not None or len(search) > 0) and len(frame) > FADE_ABOVE
     size = 8 if len(frame) <= WEBGL_ABOVE else 5
     opacity = FADED_OPACITY if faded else CLOUD_OPACITY
-    fig = go.Figure(list(category_traces(frame, color, color_map(frame[color]), size, opacity)))
+    members = None if slice_members is None else {int(o) for o in slice_members}
+    fig = go.Figure(list(category_traces(frame, color, color_map(frame[color]), size, opacity, members)))
     scatter = scatter_kind(len(frame))
-    neighbours = list(neighbours)
-    groups = marks if marks is not None else {f"{len(neighbours)} {NEIGHBOURS_NAME}": neighbours}
-    for (name, members), symbol in zip(groups.items(), MARK_SYMBOLS, strict=False):
-        if len(members) == 0:
-            continue
-        fig.add_traces(mark_traces(frame.iloc[list(members)], name, symbol, 16, scatter))
-    if selected is not None:
-        fig.add_trace(selected_trace(frame.iloc[[selected]], f"{SELECTED_NAME} #{selected}", 22, scatter))
+    if len(search):
+        matches = rows_of(frame, search)
+        fig.add_traces(mark_traces(matches, f"{len(matches):,} {SEARCH_NAME}", "square-open", 11, scatter))
+    groups = marks if marks is not None else {NEIGHBOURS_NAME: list(neighbours)}
+    for (name, group), symbol in zip(groups.items(), MARK_SYMBOLS, strict=False):
+        shown = rows_of(frame, group)
+        if len(shown):  # the neighbours named with how many are drawn (an isolated view may lack some)
+            name = f"{len(shown)} {NEIGHBOURS_NAME}" if marks is None else name
+            fig.add_traces(mark_traces(shown, name, symbol, 16, scatter))
+    star = rows_of(frame, [] if selected is None else [selected])
+    if len(star):
+        fig.add_trace(selected_trace(star, f"{SELECTED_NAME} #{selected}", 22, scatter))
     fig.update_layout(clickmode="event+select", **_layout(title, axis_titles, height, color))
-    if faded:
-        fig.add_annotation(text=f"{len(frame):,} points faded: the selection on top", xref="paper", yref="paper",
-                           x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False,
-                           font={"size": 11, "color": "#555"})  # fmt: skip
     if axis_range is not None:
         fig.update_xaxes(range=axis_range[0])
         fig.update_yaxes(range=axis_range[1])
@@ -225,12 +268,27 @@ def word_form_frame(occurrences: pd.DataFrame, static: np.ndarray) -> tuple[pd.D
 def word_form_figure(
     frame: pd.DataFrame, title: str = "", axis_titles: tuple[str, str] = ("", ""), height: int = 420
 ) -> go.Figure:
-    fig = go.Figure(_word_form_trace(frame, width=600, height=height - 60))
+    fig = go.Figure(_word_form_trace(frame, width=NARROWEST_CHART, height=height - 60))
     fig.update_layout(showlegend=False, **_layout(title, axis_titles, height))
+    fig.update_xaxes(range=form_range(frame["x"]))
+    fig.update_yaxes(range=form_range(frame["y"]))
     return fig
 
 
+FORM_PAD = 0.12  # share of the span each side of the word-form points: the axes ``label_positions`` assumes
+
+
+def form_range(values) -> list[float] | None:
+    """The axis range of a word-form plot (None for one point: plotly's own)."""
+    low, high = float(np.min(values)), float(np.max(values))
+    span = high - low
+    return [low - FORM_PAD * span, high + FORM_PAD * span] if span > 0 else None
+
+
 LABEL_FONT_SIZE = 13
+# labels are placed for the narrowest plot area a chart gets (an 800 px window): wider, the points only move
+# apart sideways, so labels that are clear of each other there stay clear
+NARROWEST_CHART, NARROWEST_PANEL = 480, 200
 LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left", "top right", "top left",
                    "bottom right", "bottom left")  # fmt: skip
 
@@ -243,13 +301,15 @@ def label_positions(
     x: np.ndarray, y: np.ndarray, labels: list[str], sizes: np.ndarray, width: float, height: float
 ) -> list[str]:
     """A plotly ``textposition`` for each label such that no label box overlaps another label or a
-    marker, in a plot area of about ``width`` × ``height`` pixels (labels in order of importance, the
-    first placed first; where nothing is free, the position that overlaps least)."""
+    marker or leaves the plot area of about ``width`` × ``height`` pixels (labels in order of importance,
+    the first placed first; where nothing is free, the position that overlaps least)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
 
-    def scaled(values: np.ndarray, pixels: float) -> np.ndarray:
+    def scaled(values: np.ndarray, pixels: float) -> np.ndarray:  # as ``form_range`` sets the axis
         span = values.max() - values.min()
-        return (values - values.min()) / span * pixels * 0.9 if span > 0 else np.full(len(values), pixels / 2)
+        if span <= 0:
+            return np.full(len(values), pixels / 2)
+        return (values - values.min() + FORM_PAD * span) / ((1 + 2 * FORM_PAD) * span) * pixels
 
     px_x, px_y = scaled(x, width), scaled(y, height)  # y grows upwards
     char, line = 0.62 * LABEL_FONT_SIZE, 1.3 * LABEL_FONT_SIZE
@@ -265,33 +325,45 @@ def label_positions(
     def overlap(a, b) -> float:
         return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
+    def outside(a) -> float:  # the part of a box beyond the plot area
+        return (a[2] - a[0]) * (a[3] - a[1]) - overlap(a, (0.0, 0.0, width, height))
+
     placed: list[tuple[float, float, float, float]] = []
     positions = []
     for i in range(len(labels)):
         others = [m for j, m in enumerate(markers) if j != i]
-        cost = {p: sum(overlap(box(i, p), other) for other in [*placed, *others]) for p in LABEL_POSITIONS}
+        cost = {
+            p: sum(overlap(box(i, p), other) for other in [*placed, *others]) + outside(box(i, p))
+            for p in LABEL_POSITIONS
+        }
         best = min(LABEL_POSITIONS, key=lambda p: (cost[p], LABEL_POSITIONS.index(p)))
         positions.append(best)
         placed.append(box(i, best))
     return positions
 
 
-def _word_form_trace(frame: pd.DataFrame, showlegend: bool = False, width: float = 600, height: float = 360):
+def _word_form_trace(
+    frame: pd.DataFrame, showlegend: bool = False, width: float = 600, height: float = 360, clip: bool = False
+):
+    """``clip``: labels cut at the plot area's edge (a panel among others), where they could reach a neighbour."""
     sizes = marker_sizes(frame["count"])
     labels = [f"{form} ×{count:,}" for form, count in zip(frame["form"], frame["count"], strict=True)]
     return go.Scatter(
         x=frame["x"],
         y=frame["y"],
         mode="markers+text",
-        text=labels,
+        text=[escaped(label) for label in labels],
         textposition=label_positions(frame["x"], frame["y"], labels, sizes, width, height),
         textfont={"size": LABEL_FONT_SIZE, "color": "#111"},
         marker={"size": sizes, "color": "#7f7f7f", "opacity": 0.6, "line": {"width": 1, "color": "#333"}},
-        customdata=np.column_stack([frame["form"], frame["count"], frame["senses"]]).tolist(),
+        customdata=[
+            [escaped(form), count, escaped(senses)]
+            for form, count, senses in zip(frame["form"], frame["count"], frame["senses"], strict=True)
+        ],
         hovertemplate="<b>%{customdata[0]}</b> ×%{customdata[1]}<br>%{customdata[2]}<extra>one vector</extra>",
         showlegend=showlegend,
         name="word form",
-        cliponaxis=False,
+        cliponaxis=clip,
     )
 
 
@@ -315,7 +387,10 @@ def small_multiples(panels: list[dict], color: str) -> go.Figure:
     for number, panel in enumerate(panels):
         cell = {"row": number // columns + 1, "col": number % columns + 1}
         if "word_forms" in panel:
-            fig.add_trace(_word_form_trace(panel["word_forms"], width=400, height=PANEL_HEIGHT - 80), **cell)
+            fig.add_trace(
+                _word_form_trace(panel["word_forms"], width=NARROWEST_PANEL, height=PANEL_HEIGHT - 80, clip=True),
+                **cell,
+            )
         else:
             points = panel["points"]
             selected = panel.get("selected")
@@ -326,9 +401,9 @@ def small_multiples(panels: list[dict], color: str) -> go.Figure:
             neighbours = list(panel.get("neighbours", ()))
             if neighbours:
                 name = f"{NEIGHBOURS_NAME} (each layer's own)"
-                traces += mark_traces(points.iloc[neighbours], name, size=11, scatter=scatter)
+                traces += mark_traces(rows_of(points, neighbours), name, size=11, scatter=scatter)
             if selected is not None:
-                traces.append(selected_trace(points.iloc[[selected]], SELECTED_NAME, 15, scatter))
+                traces.append(selected_trace(rows_of(points, [selected]), SELECTED_NAME, 15, scatter))
             for trace in traces:
                 legend = trace.showlegend is not False and trace.name not in shown
                 trace.update(legendgroup=trace.legendgroup or trace.name, showlegend=legend)

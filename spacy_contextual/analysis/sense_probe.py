@@ -12,7 +12,11 @@ word (stratified), so the baseline, the most frequent sense (MFS) of the trainin
 the majority share and never falls below it by chance. A word with more instances than
 ``max_per_word`` is sampled per sense, in proportion to the sense counts (seeded), never the first n.
 Layer 0 of ELMo (char-CNN) and CoVe (GloVe) is type-level: one vector per word form, whatever the
-context, so its "accuracy" only says which word forms go with which sense.
+context. Nearest-centroid on it is a tie among identical vectors (with one form, every centroid is that
+one vector and the tie goes to the first sense name), decided by how the tie is broken, not by what the
+layer knows. So a layer whose vectors are one per word form (``type_level_layers``, found in the data)
+is scored as what it can know: each held-out instance gets its form's majority sense in the training
+folds (the folds' most frequent sense for a form they lack), and is reported as such.
 
 Works with any encoder given as a callable ``embed(list of token lists) -> list of arrays
 (n_layers, n_tokens, dim)`` (ELMo, CoVe, ...).
@@ -148,15 +152,44 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norm, 1e-12)
 
 
+TYPE_LEVEL_TOLERANCE = 1e-4  # relative: vectors of one form closer than this are the same vector
+
+
+def type_level_layers(vectors: np.ndarray, forms: Sequence[str] | None) -> list[bool]:
+    """Per layer of ``vectors`` (n, layers, dim): True when it gives every occurrence of a word form one
+    vector (some form occurring at least twice); all False without ``forms``."""
+    n_layers = vectors.shape[1]
+    if forms is None or len(set(forms)) == len(forms):
+        return [False] * n_layers
+    forms = np.asarray(forms, dtype=object)
+    flags = []
+    for layer in range(n_layers):
+        values = np.asarray(vectors[:, layer], dtype=np.float64)
+        scale = max(float(np.abs(values).max()), 1e-12)
+        same = all(
+            np.abs(values[forms == form] - values[forms == form][0]).max() <= TYPE_LEVEL_TOLERANCE * scale
+            for form in set(forms.tolist())
+        )
+        flags.append(bool(same))
+    return flags
+
+
 def centroid_predictions(
-    vectors: np.ndarray, senses: Sequence[str], folds: int = 5, seed: int = 0
+    vectors: np.ndarray,
+    senses: Sequence[str],
+    folds: int = 5,
+    seed: int = 0,
+    forms: Sequence[str] | None = None,
+    type_level: Sequence[bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cross-validated predictions for one word's ``vectors`` (n, layers, dim): the most frequent
-    sense of each instance's training folds (n,) and its nearest sense centroid per layer (n, layers)."""
+    sense of each instance's training folds (n,) and per layer (n, layers) its nearest sense centroid, or
+    at a ``type_level`` layer its form's majority sense in the training folds (``forms`` needed)."""
     n = len(senses)
     if n < folds:
         raise ContextualError(f"{n} instances cannot be split into {folds} folds")
     labels = np.asarray(senses)
+    type_level = list(type_level or [False] * vectors.shape[1])
     fold = fold_ids(labels, folds, seed)
     mfs_predicted = np.empty(n, dtype=labels.dtype)
     layer_predicted = np.empty((n, vectors.shape[1]), dtype=labels.dtype)
@@ -171,7 +204,26 @@ def centroid_predictions(
         )  # (layers, senses, dim)
         similarity = np.einsum("nld,lsd->nls", _unit(vectors[test]), _unit(centroids))
         layer_predicted[test] = np.asarray(names)[similarity.argmax(-1)]
+        if any(type_level):
+            form_of = np.asarray(forms, dtype=object)
+            by_form = form_majorities(form_of[train], labels[train], majority)
+            predicted = np.asarray([by_form.get(form, majority) for form in form_of[test]], dtype=labels.dtype)
+            layer_predicted[np.ix_(test, np.flatnonzero(type_level))] = predicted[:, None]
     return mfs_predicted, layer_predicted
+
+
+def form_majorities(forms: np.ndarray, senses: np.ndarray, fallback: str) -> dict[str, str]:
+    """Each form's most frequent sense; among tied senses ``fallback`` (the overall majority) if it is one,
+    else the first name."""
+    by_form: dict[str, Counter] = {}
+    for form, sense in zip(forms.tolist(), senses.tolist(), strict=True):
+        by_form.setdefault(form, Counter())[sense] += 1
+    chosen = {}
+    for form, counts in by_form.items():
+        top = max(counts.values())
+        tied = sorted(s for s, c in counts.items() if c == top)
+        chosen[form] = fallback if fallback in tied else tied[0]
+    return chosen
 
 
 def bootstrap_intervals(correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> np.ndarray:
@@ -205,11 +257,14 @@ def probe_word(
     seed: int = 0,
     layer_labels: Sequence[str] | None = None,
     word: str = "",
+    forms: Sequence[str] | None = None,
 ) -> dict:
     """Cross-validated MFS and per-layer centroid accuracy for one word's ``vectors`` (n, layers, dim),
-    with bootstrap intervals, the layers' names (layer 0 marked type-level) and warnings."""
+    with bootstrap intervals, the layers' names, which of them are type-level (one vector per form of
+    ``forms``: scored by the form's majority sense, as the module docstring says) and warnings."""
     labels = np.asarray(senses)
-    mfs_predicted, layer_predicted = centroid_predictions(vectors, senses, folds, seed)
+    type_level = type_level_layers(vectors, forms)
+    mfs_predicted, layer_predicted = centroid_predictions(vectors, senses, folds, seed, forms, type_level)
     correct = np.column_stack([mfs_predicted == labels, layer_predicted == labels[:, None]])
     intervals = bootstrap_intervals(correct, seed=seed)
     n_layers = vectors.shape[1]
@@ -227,7 +282,7 @@ def probe_word(
         "layer_accuracy": correct[:, 1:].mean(0).tolist(),
         "layer_interval": intervals[1:].tolist(),
         "layers": names,
-        "type_level": [j == TYPE_LEVEL_LAYER for j in range(n_layers)],
+        "type_level": type_level,
         "warnings": word_warnings(word or "this word", labels.tolist()),
     }
 
@@ -256,15 +311,16 @@ def sense_probe(
     results = []
     for word, items in by_word.items():
         senses = [item["sense"] for item in items]
-        result = probe_word(vectors_of(items), senses, folds, seed, layer_labels, word)
         forms = [item["tokens"][item["target"]] for item in items]
+        result = probe_word(vectors_of(items), senses, folds, seed, layer_labels, word, forms)
         results.append({"word": word, "available": available[word], **result,
                         "word_form_accuracy": word_form_accuracy(forms, senses)})  # fmt: skip
     return results
 
 
 def layer_heading(result: dict, layer: int) -> str:
-    """ "char-CNN (type-level)", "LSTM-1", ...: the layer's name as tables and charts show it."""
+    """ "char-CNN (type-level)", "LSTM-1", ...: the layer's name as tables and charts show it (type-level:
+    scored by each form's majority sense)."""
     name = result["layers"][layer]
     return f"{name} (type-level)" if result["type_level"][layer] else name
 
@@ -295,7 +351,8 @@ def format_table(results: Sequence[dict]) -> str:
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines.append(
         "Accuracy [95 % bootstrap interval], stratified folds; MFS = most frequent sense of the training folds. "
-        "Type-level: one vector per word form, so it can only tell senses apart by word form."
+        "Type-level: one vector per word form, so nearest-centroid would be a tie among identical vectors: "
+        "scored instead as each form's majority sense in the training folds."
     )
     lines += [f"warning: {warning}" for r in results for warning in r["warnings"]]
     return "\n".join(lines)

@@ -24,11 +24,13 @@ from ..analysis.model_loading import ModelUnavailable, is_bundled, training_doma
 from ..analysis.occurrences import InputError
 from ..analysis.translation import Translation, translate
 from . import session
-from .common import MODEL_FIELD_HELP, cached_encoder, default_model, path_input, show_name_notice
+from .encoder_choice import MODEL_FIELD_HELP, cached_encoder, default_model, show_name_notice
+from .text_inputs import path_input
 
 KEY = "attention"
 DEFAULT_SENTENCE = "A man in a blue shirt is playing a guitar on the street ."
 VIEWS = ("heatmap", "lines")
+MAX_SENTENCE_CHARS = 2000  # what a link may carry as the sentence
 
 
 @st.cache_data(max_entries=64, show_spinner="Translating…")
@@ -49,6 +51,15 @@ def render() -> None:
             help=MODEL_FIELD_HELP,
         )  # fmt: skip
     show_name_notice("cove", model)
+    linked = {name: session.from_url(name) for name in ("sentence", "decoding", "beam", "view")}
+    if linked["sentence"] is not None:
+        session.put(session.ATTENTION_SENTENCE, linked["sentence"][:MAX_SENTENCE_CHARS])
+    if linked["decoding"] in ("greedy", "beam"):
+        session.put(f"{KEY}_decoding", linked["decoding"])
+    if (linked["beam"] or "").isdigit() and 2 <= int(linked["beam"]) <= 10:
+        session.put(f"{KEY}_beam", int(linked["beam"]))
+    if linked["view"] in VIEWS:
+        session.put(f"{KEY}_view", linked["view"])
     domain = training_domain_of(model)
     st.info(f"**Training domain of this model:** {escape_markdown(domain)}")
     if is_bundled(model):
@@ -64,6 +75,10 @@ def render() -> None:
     )
     view = columns[2].radio("View", VIEWS, horizontal=True, key=session.bind(f"{KEY}_view", default=VIEWS[0]),
                             format_func=str.capitalize)  # fmt: skip
+    session.mirror({
+        "sentence": sentence if sentence != DEFAULT_SENTENCE else None, "decoding": decoding if beam > 1 else None,
+        "beam": beam if beam > 1 else None, "view": view if view != VIEWS[0] else None,
+    })  # fmt: skip
     try:
         result = cached_translation(model, sentence.strip(), beam)
     except (ModelUnavailable, InputError, ValueError) as error:  # ValueError: e.g. an encoder-only CoVe
@@ -93,7 +108,7 @@ def render() -> None:
             result.source, result.tokens, result.attention, result.unknown_source, result.unknown_target, title,
             domain,
         )  # fmt: skip
-        st.iframe(page, height=160 + 26 * max(len(result.source), len(result.tokens)))  # every token in it is escaped
+        st.iframe(page, height="content")  # every token in it is escaped; as tall as the drawing, which scales
         export = page
     st.download_button(
         f"Download this view ({view}) as standalone HTML",

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from ..analysis.model_loading import model_status
-from .common import ENCODERS, MODEL_ENV, default_model
+from .encoder_choice import ENCODERS, MODEL_ENV, default_model
 from .environment_names import PIPELINE_ENV
 
 PAGES = [

@@ -14,7 +14,6 @@ from ..analysis.markdown import escape_markdown
 from ..analysis.probe_plot import probe_figure, probe_frame
 from ..analysis.sense_probe import (
     MIN_INSTANCES_PER_SENSE,
-    TYPE_LEVEL_LAYER,
     labelled_instances,
     layer_heading,
     sample_per_sense,
@@ -22,17 +21,11 @@ from ..analysis.sense_probe import (
     sense_probe,
 )
 from . import session
-from .common import (
-    cached_encoder,
-    clicked_point,
-    embedding_estimate,
-    encoder_or_stop,
-    encoder_picker,
-    occurrence_layers,
-    occurrence_store,
-    open_page,
-)
-from .corpus_picker import DEMO, JSONL, UPLOAD, corpus_picker
+from .chart_events import clicked_point
+from .corpus_picker import CORPUS_KEY, DEMO, JSONL, UPLOAD, corpus_picker
+from .embedding_progress import embedding_estimate, occurrence_layers, occurrence_store
+from .encoder_choice import cached_encoder, default_model, encoder_or_stop, encoder_picker
+from .page_links import open_page
 
 KEY = "probe"
 DEFAULT_MAX_INSTANCES = 400
@@ -58,6 +51,10 @@ def render() -> None:
     )
     kind, model = encoder_picker(KEY)
     records, digest, _ = corpus_picker(KEY, sources=(DEMO, JSONL, UPLOAD))
+    for parameter in ("max", "seed"):
+        value = session.from_url(parameter)
+        if value and value.isdigit():
+            session.put(f"{KEY}_{parameter}", int(value))
     with st.sidebar:
         max_instances = int(
             st.number_input(
@@ -68,6 +65,11 @@ def render() -> None:
             )
         )  # fmt: skip
         seed = int(st.number_input("Seed", 0, 10_000, key=session.bind(f"{KEY}_seed", default=0)))
+    session.mirror({
+        "corpus": st.session_state.get(CORPUS_KEY), "encoder": kind,
+        "model": None if model == default_model(kind) else model,
+        "max": None if max_instances == DEFAULT_MAX_INSTANCES else max_instances, "seed": seed or None,
+    })  # fmt: skip
     instances = labelled_instances(records)
     if not instances:
         st.error("This corpus has no sense labels: choose the demo sentences or a sense-labelled JSONL file.")
@@ -76,6 +78,7 @@ def render() -> None:
     request = (kind, model, digest, max_instances, seed)
     if st.button(run_label(sampled_counts(instances, max_instances)), type="primary", key=f"{KEY}_run"):
         st.session_state[f"{KEY}_request"] = request
+    st.caption(sample_note(sampled_counts(instances, max_instances), seed))
     sample = sample_per_sense(instances, max_instances, seed)
     pairs = [(item["record"], item["target"]) for item in sample]
     if st.session_state.get(f"{KEY}_request") != request:
@@ -93,23 +96,29 @@ def render() -> None:
     follow_bar_click(sample)
     for result in results:
         for warning in result["warnings"]:
-            st.warning(warning)
+            st.warning(escape_markdown(warning))  # it names words and senses of the data
     st.plotly_chart(
         probe_figure(results), on_select="rerun", selection_mode="points", key=f"{KEY}_chart", width="stretch"
     )
     open_button(results, sample)
-    type_level = results[0]["layers"][TYPE_LEVEL_LAYER]
+    flat = [name for name, flag in zip(results[0]["layers"], results[0]["type_level"], strict=True) if flag]
     st.caption(
         "In plain words: **MFS** (most frequent sense) is what you score by always guessing the commonest sense; a "
         "layer is only worth something where its bar rises clearly above that baseline."
+    )
+    type_level = (
+        f"{' and '.join(flat)} (hatched) is type-level: one vector per word form whatever the context, so nearest-"
+        "centroid on it would be a tie among identical vectors, decided by how the tie is broken. Its bar is "
+        "scored as what such a layer can know: each held-out instance gets its form's majority sense in the "
+        "training folds (e.g. hard / harder / hardest); the table gives the same on all instances. "
+        if flat
+        else ""
     )
     st.caption(
         f"Error bars: 95 % bootstrap intervals over the instances. Dashed line: each word's majority-sense share (of "
         "the probed instances). MFS baseline: the held-out accuracy of always guessing the training folds' most "
         "frequent sense; with nearly tied senses it falls below the share, because holding a fold out can leave the "
-        f"other sense the majority. {type_level} (hatched) is type-level: one vector per word form whatever the "
-        "context, so its score only says how well the word form (e.g. hard / harder) predicts the sense; the table "
-        f"gives the best a word form alone can do. {PURITY_VS_PROBE}"
+        f"other sense the majority. {type_level}{PURITY_VS_PROBE}"
     )
     layers, words, senses = summary_tables(results)
     number = st.column_config.NumberColumn(format="%.3f")
@@ -127,6 +136,19 @@ def run_label(counts: dict[str, tuple[int, int]]) -> str:
         f"Run the probe on {words} ({used:,} of {available:,} instances)"
         if used < available
         else (f"Run the probe on {words} ({used:,} instances)")
+    )
+
+
+def sample_note(counts: dict[str, tuple[int, int]], seed: int) -> str:
+    """ "hard: 400 of 4,333, stratified by sense (seed 0)": how each word's instances are drawn."""
+    parts = [
+        f"{escape_markdown(word)}: " + (f"{used:,} of {available:,}, stratified by sense" if used < available
+                                        else f"all {available:,}")
+        for word, (used, available) in counts.items()
+    ]  # fmt: skip
+    return (
+        "Instances: " + " · ".join(parts) + f" (seed {seed}; each sense keeps its share, and at least "
+        f"{MIN_INSTANCES_PER_SENSE} where it has them)."
     )
 
 

@@ -12,7 +12,9 @@ import streamlit as st
 from .. import environment
 from ..analysis.layer_weights import example_mixes, layer_weights_figure, listener_mixes, load_pipeline
 from ..analysis.occurrences import InputError
-from .common import MAX_PATH_CHARS, setting
+from . import session
+from .page_setup import setting
+from .text_inputs import MAX_PATH_CHARS
 
 KEY = "weights"
 MAX_PIPELINES = 6
@@ -42,12 +44,17 @@ def render() -> None:
         "In plain words: **γ** (gamma) is one number per component that scales the whole mix up or down: how loud "
         "the ELMo/CoVe features are next to the component's other inputs, not which layer it prefers."
     )
+    limit = MAX_PIPELINES * (MAX_PATH_CHARS + 1)
+    linked = session.from_url("pipelines")
+    if linked is not None:
+        session.put(f"{KEY}_paths", linked[:limit])
+    default = "\n".join(map(str, setting(environment.PIPELINE)))
     text = st.text_area(
-        "Trained pipeline directories (one a line)", value="\n".join(map(str, setting(environment.PIPELINE))),
-        key=f"{KEY}_paths", placeholder="e.g. training/elmo_tagger/model-best", height=90,
-        max_chars=MAX_PIPELINES * (MAX_PATH_CHARS + 1),
+        "Trained pipeline directories (one a line)", key=session.bind(f"{KEY}_paths", default=default),
+        placeholder="e.g. training/elmo_tagger/model-best", height=90, max_chars=limit,
     )  # fmt: skip
     paths = [line.strip() for line in text.splitlines() if line.strip()]
+    session.mirror({"pipelines": "\n".join(paths) if text != default else None})
     if not paths:
         render_example()
         return

@@ -1,21 +1,21 @@
 """The dashboard as one Streamlit script (what ``spacy-contextual app`` runs): the same pages as
-``app/``, registered with ``st.navigation`` (and in ``common.PAGES``, so that one page can open another)."""
+``app/``, registered with ``st.navigation`` (and in ``page_links.PAGES``, so that one page can open another)."""
 
 import streamlit as st
 
 from spacy_contextual.dashboard import (
-    common,
     compare_models,
     cove_attention,
     home,
     layer_probe,
     layer_weights,
+    page_links,
     sense_explorer,
 )
-from spacy_contextual.dashboard.common import configure_page
+from spacy_contextual.dashboard.page_setup import configure_page
 
 configure_page("spacy-contextual")
-common.PAGES.update(
+page_links.PAGES.update(
     home=st.Page(home.render, title="Home", url_path="home", default=True),
     sense_explorer=st.Page(sense_explorer.render, title="Sense explorer", url_path="Sense_explorer"),
     layer_weights=st.Page(layer_weights.render, title="Layer weights", url_path="Layer_weights"),
@@ -23,4 +23,4 @@ common.PAGES.update(
     layer_probe=st.Page(layer_probe.render, title="Layer probe", url_path="Layer_probe"),
     compare_models=st.Page(compare_models.render, title="Compare models", url_path="Compare_models"),
 )
-st.navigation(list(common.PAGES.values())).run()
+st.navigation(list(page_links.PAGES.values())).run()

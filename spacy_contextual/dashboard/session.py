@@ -19,7 +19,13 @@ the browser has dropped the widget, which would otherwise come back showing its 
 Names shared by pages (``WORD``, ``SOURCE``, ``ENCODER``, ``LAYER`` ...) are one value for all of them:
 the word typed in the Sense explorer is the word of Compare models, the layer chosen under ELMo
 (LSTM-1, position 1) is the layer under CoVe (CoVe-1) and back. A name may be any hashable, e.g.
-``(QUERY, corpus, word, n)`` for the occurrence chosen per word."""
+``(QUERY, corpus, word, n)`` for the occurrence chosen per word.
+
+The URL mirrors the state, so that a copied link opens the same view: each page ends its run with
+``mirror({parameter: text})`` (the page's corpus, word, encoder, layer, occurrence ...; what is empty or
+at its default left out), which replaces the URL's query; a new session (a link opened, a reload) reads
+the URL once, and each page takes a parameter back with ``from_url(parameter)`` (once) before it binds
+the widgets that show it."""
 
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ from typing import Any
 
 import streamlit as st
 
-STORE, SHOWN = "_session", "_session_shown"
+STORE, SHOWN, URL, URL_TAKEN = "_session", "_session_shown", "_session_url", "_session_url_taken"
 MISSING = object()
 
 # names shared by every page that shows the value
@@ -76,3 +82,24 @@ def bind(key: str, name: Hashable | None = None, default: Any = None, options: S
         st.session_state[key] = value
     shown[key] = value
     return key
+
+
+def from_url(parameter: str) -> str | None:
+    """The value ``parameter`` had in the URL this session was opened with, the first time it is asked
+    for (then None: a later change in the page is not undone by the link)."""
+    if URL not in st.session_state:
+        st.session_state[URL] = {name: st.query_params.get(name) for name in st.query_params}
+    taken = st.session_state.setdefault(URL_TAKEN, set())
+    if parameter in taken:
+        return None
+    taken.add(parameter)
+    return st.session_state[URL].get(parameter)
+
+
+def mirror(parameters: dict[str, object]) -> None:
+    """Make the URL's query exactly ``parameters`` (None and "" left out), so that the address bar can be
+    copied as a link to this view."""
+    from_url("")  # the URL this session was opened with is read before the first change to it
+    wanted = {name: str(value) for name, value in parameters.items() if value is not None and str(value) != ""}
+    if dict(st.query_params) != wanted:
+        st.query_params.from_dict(wanted)

@@ -28,7 +28,7 @@ def test_equal_cosines_are_ties_and_give_no_precision():
     assert table["tied"].all() and table.attrs["tied_outside"] == 9  # 19 others at cosine 1: 10 in, 9 out
     assert precision_at_k(table, occurrences["sense"].iloc[0]) is None  # not a number from a tie-break
     note = tie_note(table)
-    assert note.startswith("10 of the 10 nearest tie (cosine 1.000) with 9 occurrences left out")
+    assert note.startswith("10 of the 10 nearest tie (cosine distance 0.000) with 9 occurrences left out")
     assert "<td class='rank'>=</td>" in kwic_html(table, occurrences["sense"].iloc[0])
 
 
@@ -82,4 +82,6 @@ def test_the_unattended_mark_shows_above_a_bar_of_height_zero():
 def test_markdown_in_user_text_is_shown_as_typed():
     assert escape_markdown("a **b** _c_") == r"a \*\*b\*\* \_c\_"
     assert escape_markdown(":red[x] $1 `y` <b>") == r"\:red\[x\] \$1 \`y\` \<b\>"
+    joiner = "\u2060"  # invisible: no autolink is made of a URL, a www. name or an address
+    assert escape_markdown("http://a.b www.c x@y") == f"http{joiner}\\:\\/\\/a\\.b www{joiner}\\.c x{joiner}\\@y"
     assert escape_markdown("plain words 123") == "plain words 123"

@@ -25,10 +25,14 @@ def test_kwic_lines_put_the_word_in_the_middle_cut_between_words():
         left, _, right = kwic(tokens, position)
         assert all(w in tokens or w == "…" for w in (left + " " + right).split())
     table = pd.DataFrame(
-        {"similarity": [0.9], "sense": ["A"], "same_sense": [True], "left": ["<a>"], "word": ["b&"], "right": [""]}
+        {"distance": [0.1], "sense": ["A"], "same_sense": [True], "left": ["<a>"], "word": ["b&"], "right": [""]}
     )
+    table.attrs["farthest"] = 0.4
     page = kwic_html(table, query_sense="A")
     assert "&lt;a&gt;" in page and "b&amp;" in page and "✓ A" in page and "text-align:right" in page
+    assert "width:25.0%" in page and ">0.100<" in page and "data-occurrence" not in page.split("</style>")[1]
+    linked = kwic_html(table.assign(occurrence=[12]))
+    assert "<tr data-occurrence='12'>" in linked  # a line that a page can link to its point
 
 
 def test_neighbour_table_knows_the_same_sense_and_precision():

@@ -96,10 +96,10 @@ def test_a_type_level_layer_is_one_labelled_point_per_word_form():
 
 def label_boxes(x, y, labels, sizes, positions, width, height):
     """The label boxes as label_positions estimates them (pixels)."""
-    from spacy_contextual.analysis.sense_plots import LABEL_FONT_SIZE
+    from spacy_contextual.analysis.sense_plots import FORM_PAD, LABEL_FONT_SIZE
 
-    px = (x - x.min()) / (x.max() - x.min()) * width * 0.9
-    py = (y - y.min()) / (y.max() - y.min()) * height * 0.9
+    px = (x - x.min() + FORM_PAD * np.ptp(x)) / ((1 + 2 * FORM_PAD) * np.ptp(x)) * width
+    py = (y - y.min() + FORM_PAD * np.ptp(y)) / ((1 + 2 * FORM_PAD) * np.ptp(y)) * height
     char, line = 0.62 * LABEL_FONT_SIZE, 1.3 * LABEL_FONT_SIZE
     boxes = []
     for i, position in enumerate(positions):
@@ -199,18 +199,24 @@ def test_probe_chart_has_named_layers_error_bars_and_the_baseline():
     assert len(frame) == 8
     assert frame.query("word == 'serve' and layer == 'MFS baseline'")["accuracy"].item() == pytest.approx(0.41)
     fig = probe_figure(results)
-    names = ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "MFS baseline", "majority-sense share"]
-    assert [trace.name for trace in fig.data] == names
+    bars = [trace for trace in fig.data if trace.type == "bar"]
+    names = ["char-CNN (type-level)", "LSTM-1", "LSTM-2", "MFS baseline"]
+    assert [trace.name for trace in bars] == names and fig.data[-1].name == "majority-sense share"
     lines = [(s.x0, s.x1, s.y0) for s in fig.layout.shapes]  # each word's majority share across its group
     np.testing.assert_allclose(lines, [(-0.45, 0.45, 0.82), (0.55, 1.45, 0.43)])
-    assert all(t.insidetextanchor == "start" for t in fig.data[:4])  # values at the foot, clear of the whiskers
-    hatched = fig.data[0].marker.pattern
-    assert hatched.bgcolor == "white" and fig.data[0].textfont.color == "#000000"  # legible on the hatching
-    assert list(fig.data[2].y) == [0.9, 0.7]
-    np.testing.assert_allclose(fig.data[2].error_y.arrayminus, [0.1, 0.1])
-    np.testing.assert_allclose(fig.data[2].error_y.array, [0.05, 0.05])
-    assert fig.data[0].marker.pattern.shape == "/" and not fig.data[1].marker.pattern.shape
-    assert [list(c) for c in fig.data[1].customdata] == [["hard", 1], ["serve", 1]]  # what a click opens
+    values = {trace.offsetgroup: trace for trace in fig.data if trace.type == "scatter" and trace.mode == "text"}
+    for bar in bars:  # each value above its bar's upper whisker, in the bar's own slot of the group
+        text = values[bar.offsetgroup]
+        tops = np.asarray(bar.y) + np.asarray(bar.error_y.array)
+        assert list(text.x) == list(bar.x) and (np.asarray(text.y) > tops).all() and fig.layout.scattermode == "group"
+        for y, share in zip(text.y, [0.82, 0.43], strict=True):  # and never on the dashed majority line
+            assert not y - 0.015 < share < y + 0.055
+    assert bars[0].marker.pattern.bgcolor == "white" and "type-level" in bars[0].hovertemplate
+    assert list(bars[2].y) == [0.9, 0.7]
+    np.testing.assert_allclose(bars[2].error_y.arrayminus, [0.1, 0.1])
+    np.testing.assert_allclose(bars[2].error_y.array, [0.05, 0.05])
+    assert bars[0].marker.pattern.shape == "/" and not bars[1].marker.pattern.shape
+    assert [list(c) for c in bars[1].customdata] == [["hard", 1], ["serve", 1]]  # what a click opens
 
 
 @pytest.mark.parametrize("points", [300, 4333, 20_000])
@@ -230,7 +236,8 @@ def test_the_selection_is_drawn_above_a_cloud_of_any_size(points):
     assert marks[-1].marker.color not in {trace.marker.color for trace in cloud}
     faded = points > 300
     assert all(trace.marker.opacity == (0.25 if faded else 0.8) for trace in cloud)
-    assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
+    legend = fig.layout.legend  # hung from the figure's bottom: plotly's margin holds it and the axis title
+    assert legend.orientation == "h" and (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
     assert fig.layout.title.x == 0 and fig.layout.title.yanchor == "bottom" and fig.layout.margin.t >= 70
     plain = sense_scatter(frame, "sense")  # nothing selected: nothing faded
     assert all(trace.marker.opacity == 0.8 for trace in plain.data)

@@ -76,13 +76,14 @@ def trace_names(at: AppTest, key: str) -> list[str]:
 
 
 def keyed(widgets, name: str):
-    """The widget keyed ``name``, or ``name`` keyed on its context (``common.context_key``: word, corpus, model)."""
+    """The widget keyed ``name``, or ``name`` keyed on its context (``text_inputs.context_key``)."""
     return next(w for w in widgets if w.key == name or re.fullmatch(f"{name}_[0-9a-f]{{10}}", w.key or ""))
 
 
 def kwic_tables(at: AppTest) -> list[str]:
-    """The KWIC tables of the page (not its style sheet)."""
-    return [e.proto.body for e in at.get("html") if "<table class='kwic'>" in e.proto.body]
+    """The KWIC tables of the page (not its style sheet): the linked neighbour list's, then the others."""
+    linked = [json.loads(e.proto.json)["html"] for e in at.get("bidi_component")]
+    return [body for body in linked + [e.proto.body for e in at.get("html")] if "<table class='kwic'>" in body]
 
 
 def messages(at: AppTest) -> str:
@@ -139,7 +140,7 @@ def test_a_click_marks_the_occurrence_and_its_neighbours_beside_the_kwic_lines(m
     rings = next(t for t in figure(at, "sense_chart")["data"] if t["name"] == "10 nearest neighbours")
     assert len(array(rings["x"])) == 10
     kwic = kwic_tables(at)[0]
-    assert kwic.count("<tr>") == 10 and "class='word'>play<" in kwic
+    assert kwic.count("<tr data-occurrence=") == 10 and "class='word'>play<" in kwic
     assert any("same-sense precision@10" in m.value for m in at.markdown)
     ok(at.slider(key="sense_neighbours").set_value(3).run())  # the kept selection does not undo the choice
     assert "3 nearest neighbours" in trace_names(at, "sense_chart") and keyed(at.selectbox, "sense_query").value == 7
@@ -260,7 +261,7 @@ def test_search_is_lemma_aware_or_says_why_not(models, monkeypatch):
 def test_sentence_level_neighbours_come_from_any_word(models):
     at = run_page("pages/1_Sense_explorer.py")
     ok(at.toggle(key="sense_corpus_search").set_value(True).run())
-    assert any("tokens of 62 of the corpus's 62 sentences" in c.value for c in at.caption)
+    assert any("tokens of all 62 sentences" in c.value for c in at.caption)
     ok(at.checkbox(key="sense_other_words").check().run())
     corpus_hits = kwic_tables(at)[-1]
     assert corpus_hits.count("<tr>") == 10 and "class='word'>play<" not in corpus_hits
@@ -314,7 +315,8 @@ def test_probe_on_the_bundled_sense_files_is_stratified(models, name):
 def test_probe_warns_about_thin_senses_and_names_cove_layers(models):
     at = run_page("pages/4_Layer_probe.py")
     ok(at.button(key="probe_run").click().run())
-    assert any("'play': play-game (4) has fewer than 5 instances" in w.value for w in at.warning)
+    shown = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning]  # as markdown shows the escaped text
+    assert any("'play': play-game (4) has fewer than 5 instances" in text for text in shown)
     assert set(at.dataframe[0].value["word"]) == {"bank", "bat", "play", "spring"}
     at = run_page("pages/4_Layer_probe.py", probe_encoder="cove")
     ok(at.button(key="probe_run").click().run())
@@ -336,9 +338,9 @@ def test_compare_page_aligns_two_models_and_lists_the_changed_neighbourhoods(mod
     assert {"compare_chart_a", "compare_chart_b"} <= chart_keys(at)
     assert figure(at, "compare_chart_b")["layout"]["title"]["text"].startswith("B: cove")
     table = next(e.proto.body for e in at.get("html") if "<table class='change'>" in e.proto.body)
-    overlaps = [float(x) for x in re.findall(r"class='overlap'>([0-9.]+)<", table)]
+    overlaps = [float(x) for x in re.findall(r"class='num overlap'>([0-9.]+)<", table)]
     assert overlaps == sorted(overlaps) and all(0 <= x <= 1 for x in overlaps) and len(overlaps) == 20
-    most_changed = int(re.search(r"<td>#(\d+)</td>", table).group(1))
+    most_changed = int(re.search(r"<td class='num'>#(\d+)</td>", table).group(1))
     assert keyed(at.selectbox, "compare_query").value == most_changed  # starts at the most changed
     click_chart(at, "compare_chart_a", [4, "", "", "play"])
     spec_a, spec_b = figure(at, "compare_chart_a"), figure(at, "compare_chart_b")
@@ -427,9 +429,9 @@ def test_layer_weights_bad_directories(models, tmp_path):
 def test_installed_entry_point_runs_every_page(models):
     at = ok(AppTest.from_file(str(REPO / "spacy_contextual/dashboard/main.py"), default_timeout=TIMEOUT).run())
     assert at.title[0].value == "spacy-contextual dashboard"
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
 
-    assert set(common.PAGES) == set(common.PAGE_FILES) | {"home"}
+    assert set(page_links.PAGES) == set(page_links.PAGE_FILES) | {"home"}
 
 
 def test_pages_without_any_model_say_what_to_do(monkeypatch, tmp_path):
@@ -483,10 +485,12 @@ def test_a_new_word_or_encoder_never_keeps_a_value_from_the_old_one(models):
 
 
 def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sample(models, monkeypatch):
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
     from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
 
-    monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
+    monkeypatch.setattr(
+        page_links, "PAGES", {}
+    )  # the file-based app (the entry point's test registers st.Page objects)
     embedded = []  # sentences embedded (a store made earlier in this process may hold some already)
     original = ElmoEmbedder.embed_sentences
     monkeypatch.setattr(ElmoEmbedder, "embed_sentences", lambda self, s: embedded.append(len(s)) or original(self, s))
@@ -509,7 +513,8 @@ def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sa
     ok(at.switch_page("pages/1_Sense_explorer.py").run())  # AppTest stays on the page it ran: follow the switch
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 40 occurrences")
     ok(at.button(key="sense_all").click().run())
-    estimate = re.search(r"about [\d a-z]+ for ([\d,]+) sentences on this machine \(\d+ sentences/s", messages(at))
+    said = r"about [\d a-z]+ for ([\d,]+) sentences \([\d,]+ tokens\) on this machine \([\d.]+ ms a token"
+    estimate = re.search(said, messages(at))
     assert estimate and "sense_chart" not in chart_keys(at)  # said before it is slow: a button to start
     ok(at.button(key="sense_embed").click().run())
     assert figure(at, "sense_chart")["layout"]["title"]["text"].startswith("LSTM-2: 4,333 occurrences")
@@ -519,9 +524,11 @@ def test_the_probe_keeps_its_corpus_and_results_and_opens_the_explorer_on_its_sa
 def test_one_session_state_across_pages(models, monkeypatch):
     """The word, the occurrence chosen per word, the layer, the corpus and the attention sentence are
     where the user left them after another page, and the word is the same on every page that has one."""
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
 
-    monkeypatch.setattr(common, "PAGES", {})  # the file-based app (the entry point's test registers st.Page objects)
+    monkeypatch.setattr(
+        page_links, "PAGES", {}
+    )  # the file-based app (the entry point's test registers st.Page objects)
     at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
     ok(at.switch_page("pages/1_Sense_explorer.py").run())
     ok(at.text_input(key="sense_word").set_value("bank").run())
@@ -563,9 +570,9 @@ def test_one_session_state_across_pages(models, monkeypatch):
 
 
 def test_the_probe_has_a_button_to_open_the_sense_explorer(models, monkeypatch):
-    from spacy_contextual.dashboard import common
+    from spacy_contextual.dashboard import page_links
 
-    monkeypatch.setattr(common, "PAGES", {})
+    monkeypatch.setattr(page_links, "PAGES", {})
     at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
     ok(at.switch_page("pages/4_Layer_probe.py").run())
     ok(at.button(key="probe_run").click().run())
@@ -576,3 +583,52 @@ def test_the_probe_has_a_button_to_open_the_sense_explorer(models, monkeypatch):
     assert at.title[0].value == "Sense explorer"
     assert at.text_input(key="sense_word").value == "spring" and keyed(at.selectbox, "sense_layer").value == 1
     assert "The Layer probe's sample" in messages(at)
+
+
+def test_a_link_opens_the_explorer_in_the_state_it_names_and_the_url_follows_the_page(models):
+    """The URL's corpus, word, layer, occurrence and search give a new session that view; the page then keeps
+    the URL in step with what is chosen."""
+    from spacy_contextual.analysis.occurrences import read_sense_jsonl
+
+    records = read_sense_jsonl(SENSES / "serve.jsonl.gz")
+    occurrences = find_occurrences_of(records, "serve")
+    chosen = 17
+    pair = f"{occurrences['record'].iloc[chosen]}:{occurrences['position'].iloc[chosen]}"
+    at = AppTest.from_file(str(APP / "pages/1_Sense_explorer.py"), default_timeout=TIMEOUT)
+    at.query_params.update(corpus="serve.jsonl.gz", word="serve", layer="1", occurrence=pair, search="SERVE10",
+                           by="sense", n="400")  # fmt: skip
+    ok(at.run())
+    assert (
+        at.radio(key="sense_source").value == "Sense-labelled JSONL"
+        and at.text_input(key="sense_word").value == "serve"
+    )
+    assert keyed(at.selectbox, "sense_layer").value == 1 and at.number_input(key="sense_max").value == 400
+    assert keyed(at.selectbox, "sense_query").value == chosen
+    assert at.text_input(key="sense_search").value == "SERVE10" and at.selectbox(key="sense_search_by").value == "sense"
+    names = trace_names(at, "sense_chart")
+    assert f"selected #{chosen}" in names and any(n.endswith("search matches") for n in names)
+    assert at.query_params["word"] == "serve" and at.query_params["layer"] == "1"
+    assert at.query_params["occurrence"] == pair and at.query_params["corpus"] == "serve.jsonl.gz"
+    ok(keyed(at.selectbox, "sense_layer").set_value(2).run())
+    assert at.query_params["layer"] == "2"  # the URL follows the page
+
+
+def find_occurrences_of(records, word):
+    from spacy_contextual.analysis.occurrences import find_occurrences
+    from spacy_contextual.analysis.sampling import draw
+
+    occurrences = find_occurrences(records, word)
+    return occurrences.iloc[draw(occurrences["sense"].tolist(), 400).indices].reset_index(drop=True)
+
+
+def test_layer_weights_keeps_its_pipelines_across_pages(models, monkeypatch, tmp_path):
+    from spacy_contextual.dashboard import page_links
+
+    monkeypatch.setattr(page_links, "PAGES", {})
+    at = ok(AppTest.from_file(str(APP / "Home.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page("pages/2_Layer_weights.py").run())
+    ok(at.text_area(key="weights_paths").set_value(str(tmp_path / "no_pipeline")).run())
+    assert at.query_params["pipelines"] == str(tmp_path / "no_pipeline")
+    ok(at.switch_page("Home.py").run())
+    ok(at.switch_page("pages/2_Layer_weights.py").run())
+    assert at.text_area(key="weights_paths").value == str(tmp_path / "no_pipeline")  # the session's, not the default

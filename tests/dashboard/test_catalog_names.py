@@ -30,7 +30,7 @@ def named_model(tmp_path, monkeypatch):
 def test_a_catalog_name_in_the_model_field_is_fetched_and_used(named_model):
     import streamlit as st
 
-    from spacy_contextual.dashboard.common import cached_encoder
+    from spacy_contextual.dashboard.encoder_choice import cached_encoder
 
     st.cache_resource.clear()
     server, directory = named_model

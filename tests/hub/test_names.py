@@ -197,7 +197,7 @@ def test_the_dashboard_shows_the_notice_the_commands_print(catalog, online, tmp_
     assert not (online / "mine").exists()  # reading the name fetched nothing
 
     def page():
-        from spacy_contextual.dashboard.common import show_name_notice
+        from spacy_contextual.dashboard.encoder_choice import show_name_notice
 
         show_name_notice("elmo", "mine")
 

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from util import REPO
 
-from spacy_contextual.dashboard.common import context_key
+from spacy_contextual.dashboard.text_inputs import context_key
 
 
 def test_a_context_key_names_its_context():
@@ -19,23 +19,26 @@ def test_a_context_key_names_its_context():
     assert context_key("sense_layer", "elmo", "default").startswith("sense_layer_")
 
 
-def test_an_embedding_past_the_threshold_shows_a_bar_with_a_count():
+def test_every_embedding_shows_a_bar_with_a_count_from_its_start():
     def page():
-        from spacy_contextual.dashboard import common
+        import streamlit as st
 
-        common.PROGRESS_AFTER_S = -1.0  # as if 2 s had passed
-        progress = common.progress_bar("Embedding the sentences with elmo")
-        progress(64, 4378)
+        from spacy_contextual.dashboard.embedding_progress import progress_bar
+
+        progress = progress_bar("Embedding 4,378 sentences with elmo")
+        progress(0, 110_000)
+        st.session_state["first"] = st.session_state.get("first") or "drawn"
+        progress(2_560, 110_000)
 
     at = AppTest.from_function(page).run()
     assert not at.exception
     bar = at.get("progress")[0]
-    assert bar.proto.text.startswith("Embedding the sentences with elmo: 64 of 4,378 sentences, about ")
-    assert bar.proto.text.endswith(" left") and bar.proto.value == 1
+    assert bar.proto.text.startswith("Embedding 4,378 sentences with elmo: 2,560 of 110,000 tokens, about ")
+    assert bar.proto.text.endswith(" left") and bar.proto.value == 2
 
 
 def test_durations_read_plainly():
-    from spacy_contextual.dashboard.common import duration
+    from spacy_contextual.dashboard.embedding_progress import duration
 
     assert [duration(s) for s in (0.2, 42.4, 60, 141, 3600)] == ["1 s", "42 s", "1 min", "2 min 20 s", "60 min"]
 
@@ -122,7 +125,7 @@ def test_a_bad_setting_stops_the_page_with_its_one_line(monkeypatch, name, value
 
     def page():
         from spacy_contextual import environment
-        from spacy_contextual.dashboard.common import setting
+        from spacy_contextual.dashboard.page_setup import setting
 
         for variable in environment.VARIABLES.values():
             if variable.name.endswith(("_MODEL", "_PIPELINE", "_SENSE_DATA")):
