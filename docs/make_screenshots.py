@@ -117,6 +117,8 @@ def projector_tools(page: browser.Page) -> dict:
     hard_by_link(page)
     page.choose_option("sense_search_by", "sense")
     page.type_text("sense_search", "hard2")
+    page.driver.execute_script("document.querySelector(arguments[0]).scrollIntoView({block: 'center'})", EXPLORER_CHART)
+    time.sleep(0.5)  # the lasso is drawn in window pixels: the whole chart in the window first
     traces = page._wait(lambda d: browser.chart_points(d, EXPLORER_CHART))
     points = [p for name, group in traces.items() if name.startswith("HARD") for p in group]
     xs, ys = sorted(p[1] for p in points), sorted(p[2] for p in points)
@@ -131,7 +133,7 @@ def projector_tools(page: browser.Page) -> dict:
         ActionChains(page.driver).move_to_element(row).perform()
         page._wait(lambda d: d.execute_script("return document.querySelector('.neighbour-hover-mark')"))
 
-    return {"then": hover, "bottom": ".st-key-sense_slices"}
+    return {"then": hover, "max_height": 1500}
 
 
 def isolated(page: browser.Page) -> dict:
@@ -143,7 +145,8 @@ def isolated(page: browser.Page) -> dict:
 
 
 def pasted_text_explorer(page: browser.Page) -> None:
-    """Pasted text: suggested words, and a lemma-aware search for 'run'."""
+    """Pasted text: suggested words, and the forms of 'run' searched together (typed as forms, so that the
+    picture is the same with or without the optional English lemmatizer)."""
     page.open("Sense_explorer")
     page.choose_radio("sense_source", "Paste text")
     page.type_text(
@@ -154,7 +157,7 @@ def pasted_text_explorer(page: browser.Page) -> None:
         area=True,
     )
     page.wait_for(".st-key-sense_suggestion button")
-    page.type_text("sense_word", "run")
+    page.type_text("sense_word", "run, runs, ran")
     page.wait_for(".st-key-sense_chart .js-plotly-plot .scatterlayer .trace")
 
 
@@ -192,13 +195,23 @@ def attention_lines(page: browser.Page) -> None:
     page.wait_for("iframe")
 
 
+def home(page: browser.Page) -> None:
+    page.open("")
+    page.wait_for("[data-testid='stDataFrame']")
+
+
+def layer_weights(page: browser.Page) -> None:
+    page.open("Layer_weights")
+    page.wait_for(".st-key-weights_chart .barlayer")
+
+
 def compare(page: browser.Page) -> None:
     page.open("Compare_models")
     page.wait_for(".st-key-compare_chart_b .js-plotly-plot .scatterlayer .trace", timeout_factor=2)
 
 
 SHOTS = [
-    ("home", lambda page: (page.open(""), page.wait_for("[data-testid='stDataFrame']"))),
+    ("home", home),
     ("sense_explorer", demo_explorer),
     ("sense_explorer_hard", hard_explorer),
     ("sense_explorer_projector", projector_tools),
@@ -213,7 +226,7 @@ SHOTS = [
     ("cove_attention", attention_heatmap),
     ("cove_attention_default", attention_default),
     ("cove_attention_lines", attention_lines),
-    ("layer_weights", lambda page: (page.open("Layer_weights"), page.wait_for(".st-key-weights_chart .barlayer"))),
+    ("layer_weights", layer_weights),
 ]
 
 
@@ -255,7 +268,7 @@ def main() -> None:
                         continue
                     page = browser.Page(driver, url, args.timeout)
                     start = time.perf_counter()
-                    picture = steps(page) or {}
+                    picture = steps(page) or {}  # a step returns the picture's options, or None
                     found = browser.layout_problems(driver)
                     problems += [f"{name} at {width} px: {problem}" for problem in found]
                     out = DOCS / f"dashboard_{name}{'' if width == WIDTHS[0] else f'_{width}'}.png"

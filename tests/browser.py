@@ -240,7 +240,7 @@ class Page:
         height = self.driver.execute_script(
             "const main = document.querySelector('[data-testid=\"stMain\"]');"
             "const end = arguments[0] && document.querySelector(arguments[0]);"
-            "if (end) return end.getBoundingClientRect().bottom + window.scrollY + 20;"
+            "if (end) return end.getBoundingClientRect().bottom + window.scrollY + (main ? main.scrollTop : 0) + 20;"
             "return Math.max(main ? main.scrollHeight : 0, document.body.scrollHeight);",
             bottom,
         )
@@ -319,6 +319,10 @@ for (const chart of document.querySelectorAll('.js-plotly-plot')) {
   const box = chart.getBoundingClientRect();
   const title = chart.querySelector('.gtitle');
   if (title && title.getBoundingClientRect().top - box.top < 30) out.push(`${name(chart)}: title under the toolbar`);
+  const t = title && title.getBoundingClientRect();
+  if (t && t.width > 0 && (t.left < box.left - 1 || t.right > box.right + 1)) {
+    out.push(`${name(chart)}: its title is cut: ${title.textContent}`);
+  }
   const legend = chart.querySelector('.legend'), plot = chart.querySelector('.nsewdrag');
   if (legend && plot && chart._fullLayout.showlegend) {
     const l = legend.getBoundingClientRect(), p = plot.getBoundingClientRect();

@@ -152,3 +152,27 @@ def test_no_module_level_mutable_state_is_shared_between_modules():
     assert state  # the check sees some (each private to its module)
     shared = [f"{module} imports {name}" for module, found in NAMES.items() for name, _ in found if name in state]
     assert not shared, shared
+
+
+def room(module: str) -> str:
+    """A top-level module, or the package a module is in (``spacy_contextual.models``)."""
+    parts = module.split(".")
+    return module if floor(module) == TOP_LEVEL else ".".join(parts[:2])
+
+
+def test_contributing_states_the_structure_as_it_is():
+    """CONTRIBUTING.md's numbers (modules, rooms, arrows between rooms) are today's, counted here."""
+    root = "spacy_contextual"
+    rooms = {room(module) for module in MODULES} - {root}
+    arrows = {
+        (room(module), room(target))
+        for module, found in GRAPH.items()
+        for target, _ in found
+        if len({room(module), room(target), root}) == 3
+    }
+    text = " ".join((PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8").split())
+    stated = (
+        f"{len(MODULES)} modules in {len(rooms)} rooms (the top-level modules and the packages) on "
+        f"{len(FLOORS) + 1} floors, {len(arrows)} arrows between rooms"
+    )
+    assert stated in text

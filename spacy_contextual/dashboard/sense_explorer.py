@@ -389,7 +389,7 @@ def render_scatter(records, occurrences, vectors, clustering, labels, view: View
         ids = np.asarray(isolated)
         coords = cached_projection(vectors[ids], method if len(ids) >= 3 else "pca")
         frame = point_frame(records, occurrences.iloc[ids], coords.coords, clustering.labels[ids], ids)
-        title = f"{name}: {len(ids):,} of {len(occurrences):,} occurrences, isolated and re-projected"
+        title = f"{name}: {len(ids):,} of {len(occurrences):,}, isolated"
     st.plotly_chart(
         sense_scatter(frame, view.color, title, coords.axis_titles, query, table["occurrence"].tolist(),
                       search=selection.matches, slice_members=selection.slice),

@@ -663,3 +663,22 @@ def test_the_layout_check_sees_a_split_word_and_a_cut_select_box():
     assert any("breaks 'HARD1' across" in p for p in problems), problems
     assert any(p.startswith("select box cut: /long/path") for p in problems), problems
     assert not any("'two'" in p or "'words'" in p for p in problems)  # wrapping between words is fine
+
+
+def test_the_layout_check_sees_a_cut_chart_title(tmp_path):
+    """A chart title wider than its chart (plotly clips it at the chart's edge) is reported; one that fits is not."""
+    import plotly.graph_objects as go
+
+    def page(title: str) -> str:
+        figure = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]), layout={"title": title, "width": 300, "height": 300})
+        path = tmp_path / f"chart_{len(title)}.html"
+        path.write_text(figure.to_html(include_plotlyjs=True, full_html=True), encoding="utf-8")
+        return path.as_uri()
+
+    with headless_chromium(width=800, height=600) as driver:
+        driver.get(page("LSTM-2: 11 of 4,333 occurrences, isolated and re-projected"))
+        cut = layout_problems(driver)
+        driver.get(page("LSTM-2: 11 of 4,333"))
+        fits = layout_problems(driver)
+    assert any("its title is cut: LSTM-2: 11 of 4,333 occurrences" in p for p in cut), cut
+    assert not any("title" in p for p in fits), fits
