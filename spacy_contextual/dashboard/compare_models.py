@@ -27,7 +27,7 @@ from .chart_events import clicked_point, follow_click
 from .corpus_picker import CORPUS_KEY, corpus_picker, word_picker
 from .embedding_progress import occurrence_layers
 from .encoder_choice import encoder_or_stop, encoder_picker
-from .labels import layer_label, occurrence_label
+from .labels import layer_label, model_label, occurrence_label
 from .selection import occurrence_from_url, occurrence_parameter, render_slices, select
 from .text_inputs import context_key
 
@@ -160,7 +160,7 @@ def render() -> None:
         (left, "A", kind_a, model_a, encoder_a, layer_a, projections[0], frames[0]),
         (right, "B", kind_b, model_b, encoder_b, layer_b, projections[1], frames[1]),
     ):
-        title = f"{name}: {kind} ({escaped(model)}), {layer_label(encoder.layer_labels, layer)}"
+        title = f"{name}: {kind} ({escaped(model_label(model))}), {layer_label(encoder.layer_labels, layer)}"
         with column:
             st.plotly_chart(
                 sense_scatter(frame, color, title, projection.axis_titles, query, height=540, marks=marks,

@@ -134,3 +134,13 @@ def test_a_bad_setting_stops_the_page_with_its_one_line(monkeypatch, name, value
     monkeypatch.setenv(name, value)
     at = AppTest.from_function(page).run()
     assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith(f"{name}")
+
+
+def test_a_chart_title_names_a_model_briefly():
+    from spacy_contextual.dashboard.labels import MODEL_LABEL_CHARS, model_label
+
+    assert model_label("default") == "default" and model_label("elmo-small") == "elmo-small"
+    assert model_label("/tmp/pytest-of-root/pytest-218/models2/elmo") == "…/elmo"
+    assert model_label("./my_elmo") == "…/my_elmo"
+    long = model_label("/data/" + "a_very_long_folder_name_for_a_model")
+    assert len(long) == MODEL_LABEL_CHARS and long.startswith("…/a_very") and long.endswith("…")
