@@ -28,10 +28,8 @@ from spacy_contextual.models import cpp_build
 from spacy_contextual.models.cpp_build import OperatorBuild, compiler, extensions_root, inspect, load_operators
 
 REAL_COMPILER = compiler()  # before any test points CXX at a stand-in
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(REAL_COMPILER is None, reason="needs a C++ compiler ($CXX, or c++ on the PATH)"),
-]
+pytestmark = pytest.mark.integration
+needs_compiler = pytest.mark.skipif(REAL_COMPILER is None, reason="needs a C++ compiler ($CXX, or c++ on the PATH)")
 SOURCE = textwrap.dedent(
     """
     #include <cstdio>
@@ -81,6 +79,7 @@ def compiler_runs(tmp_path: Path) -> int:
     return len(log.read_text().split()) if log.exists() else 0
 
 
+@needs_compiler
 @pytest.mark.timeout(120)
 def test_a_library_is_built_once_recorded_with_its_digest_and_loaded_from_the_record(cache, tmp_path, monkeypatch):
     monkeypatch.setenv("CXX", str(counting_compiler(tmp_path)))
@@ -98,6 +97,7 @@ def test_a_library_is_built_once_recorded_with_its_digest_and_loaded_from_the_re
     assert load_operators(build).state == "loaded" and compiler_runs(tmp_path) == 1
 
 
+@needs_compiler
 @pytest.mark.timeout(120)
 def test_a_failed_build_is_remembered_until_the_compiler_changes_or_a_forced_build(cache, tmp_path, monkeypatch):
     compiler = counting_compiler(tmp_path, fail="probe.cpp:3:1: error: no such thing")
@@ -128,6 +128,7 @@ load_operators(OperatorBuild("probe", Path(sys.argv[1]), "DEFAULT", ('-DPROBE_TE
 """
 
 
+@needs_compiler
 @pytest.mark.timeout(120)
 def test_a_build_killed_midway_leaves_nothing_that_hangs_or_breaks_the_next(cache, tmp_path, monkeypatch):
     """SIGKILL while the compiler runs: the kernel drops the lock with its holder, the next process builds
@@ -149,6 +150,7 @@ def test_a_build_killed_midway_leaves_nothing_that_hangs_or_breaks_the_next(cach
     assert not list(build.folder().glob("building-*"))
 
 
+@needs_compiler
 @pytest.mark.timeout(120)
 def test_a_truncated_library_is_built_again_never_loaded(cache, tmp_path, monkeypatch):
     monkeypatch.setenv("CXX", str(counting_compiler(tmp_path)))
@@ -166,6 +168,7 @@ def test_a_truncated_library_is_built_again_never_loaded(cache, tmp_path, monkey
     assert compiler_runs(tmp_path) == 2  # built again: a half library would have been SIGBUS
 
 
+@needs_compiler
 @pytest.mark.skipif(os.geteuid() != 0, reason="planting a file of another user needs root (chown)")
 def test_a_library_planted_by_another_user_is_refused_and_never_runs(cache, tmp_path, monkeypatch):
     """The folder name is predictable; another user makes it first, with a library and a matching record.
