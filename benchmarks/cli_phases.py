@@ -47,8 +47,7 @@ def child(report: Path, command: list[str]) -> None:
     start = time.perf_counter()
     from spacy_contextual.cli import app
     from spacy_contextual.corpus.parts import PartsFolder
-    from spacy_contextual.embedders.elmo_embedder import ElmoEmbedder
-    from spacy_contextual.embedders.embedder import Embedder
+    from spacy_contextual.embedders import ElmoEmbedder, Embedder  # the package's names: the same in older trees
 
     imported = time.perf_counter()
     timer = Timer()
