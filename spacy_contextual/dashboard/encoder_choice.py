@@ -14,14 +14,8 @@ from .page_setup import setting
 from .text_inputs import MAX_PATH_CHARS, path_input
 
 ENCODERS = KINDS
-
-
 MODEL_SETTINGS = {"elmo": environment.ELMO_MODEL, "cove": environment.COVE_MODEL}
-
-
 MODEL_ENV = {kind: variable.name for kind, variable in MODEL_SETTINGS.items()}
-
-
 MODEL_FIELD_HELP = (
     "'default' = the bundled model; a name from `spacy-contextual models` (downloaded once) or ./NAME for the "
     "folder NAME here"

@@ -24,6 +24,4 @@ PAGE_FILES = {
     "layer_probe": "pages/4_Layer_probe.py",
     "compare_models": "pages/5_Compare_models.py",
 }
-
-
 PAGES: dict = {}

@@ -9,8 +9,6 @@ import hashlib
 import streamlit as st
 
 MAX_PATH_CHARS = 1024  # a typed path; longer ones cannot be a real directory on common file systems
-
-
 MAX_WORD_CHARS = 200  # a word to look up, or a few comma-separated forms of it
 
 
