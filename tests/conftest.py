@@ -32,17 +32,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
-    if not util.SHARED.is_dir():  # a checkout without ../shared: the modules that read it are skipped
-        needs_shared = pytest.mark.skip(reason=f"needs ../shared ({util.SHARED}: the project's data and fixtures)")
-        for item in items:
-            if reads_shared(item.path):
-                item.add_marker(needs_shared)
     if config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --slow")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+class NeedsShared(pytest.Module):
+    """A test module that reads ../shared in a checkout without it: skipped whole, with the reason, before it is
+    imported (a module may read a fixture at import time)."""
+
+    def collect(self):
+        module = self.path.relative_to(util.REPO)
+        reason = f"{module} needs ../shared ({util.SHARED}: the project's data and fixtures)"
+        pytest.skip(reason, allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if not util.SHARED.is_dir() and reads_shared(module_path):
+        return NeedsShared.from_parent(parent, path=module_path)
+    return None
 
 
 SHARED_NAMES = re.compile(

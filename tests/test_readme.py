@@ -86,3 +86,32 @@ def test_the_quick_training_run_ends_with_a_score_at_its_last_step(tmp_path):
     rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s", done.stdout, re.M)
     assert [int(step) for _, step, _ in rows] == [0, 20], done.stdout[-3000:]
     assert 0 < float(rows[-1][2]) <= 100  # TAG_ACC at step 20
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+def test_a_checkout_without_shared_skips_the_modules_that_read_it_with_the_reason(tmp_path):
+    """As README says: beside a checkout with no ../shared, every test module that reads it is skipped with the
+    reason "needs ../shared", also one that reads a fixture when it is imported; nothing fails to collect."""
+    import shutil
+    import sys
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    repo = Path(__file__).resolve().parents[1]
+    for entry in repo.iterdir():
+        if entry.name == "tests":
+            shutil.copytree(entry, checkout / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        elif not entry.name.startswith("."):
+            (checkout / entry.name).symlink_to(entry)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--collect-only", "tests"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    assert result.returncode == 0 and "ERROR collecting" not in result.stdout, result.stdout[-3000:]
+    skipped = re.findall(r"SKIPPED \[1\] \S+: (tests/\S+\.py) needs \.\./shared", result.stdout)
+    assert {"tests/formats/test_manylangs.py", "tests/pipeline/test_manylangs_component.py"} <= set(skipped)
+    assert "tests/test_structure.py" not in skipped  # a module that does not read ../shared is collected
