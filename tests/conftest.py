@@ -10,6 +10,7 @@ the mark fails, so the fast tier stays in-process by construction."""
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import re
 from pathlib import Path
@@ -32,6 +33,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    if not util.SHARED.is_dir():  # a checkout without ../shared: a test whose fixtures read it is skipped
+        for item in items:
+            reading = fixture_reading_shared(item)
+            if reading is not None:
+                reason = f"its fixture {reading} needs ../shared ({util.SHARED}: the project's data and fixtures)"
+                item.add_marker(pytest.mark.skip(reason=reason))
     if config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --slow")
@@ -56,15 +63,36 @@ def pytest_pycollect_makemodule(module_path, parent):
     return None
 
 
-SHARED_NAMES = re.compile(
-    r"\b(SHARED|DATA|FIXTURES|NOSKIP|SKIP|MANYLANGS_MODEL|MANYLANGS_FIXTURE|manylangs_zip|tiny_anchor|noskip_dir|tiny_shared)\b"
-)
+# util's paths into ../shared, and model_server's helper that zips one of them
+SHARED_NAMES = re.compile(r"\b(SHARED|DATA|FIXTURES|NOSKIP|SKIP|MANYLANGS_MODEL|MANYLANGS_FIXTURE|manylangs_zip)\b")
 
 
 @functools.cache
 def reads_shared(module: Path) -> bool:
-    """Whether a test module reads ../shared: it names util's paths into it or a fixture made from it."""
+    """Whether a test module reads ../shared: it names one of ``SHARED_NAMES``."""
     return bool(SHARED_NAMES.search(module.read_text(encoding="utf-8")))
+
+
+def fixture_reading_shared(item) -> str | None:
+    """The first fixture ``item`` uses (itself or through another) whose code reads ../shared: it names util's
+    paths into it, or a global of its module that is a path inside it (``CORPUS = DATA / "lm_corpus"``)."""
+    for name, definitions in item._fixtureinfo.name2fixturedefs.items():
+        if any(code_reads_shared(definition.func) for definition in definitions):
+            return name
+    return None
+
+
+@functools.cache
+def code_reads_shared(function) -> bool:
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):  # pytest's own fixtures
+        return False
+    shared = str(util.SHARED)
+    named_paths = (function.__globals__.get(name) for name in function.__code__.co_names)
+    return bool(SHARED_NAMES.search(source)) or any(
+        isinstance(value, Path) and str(value).startswith(shared) for value in named_paths
+    )
 
 
 @pytest.fixture(autouse=True)

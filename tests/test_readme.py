@@ -90,9 +90,10 @@ def test_the_quick_training_run_ends_with_a_score_at_its_last_step(tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.timeout(600)
-def test_a_checkout_without_shared_skips_the_modules_that_read_it_with_the_reason(tmp_path):
-    """As README says: beside a checkout with no ../shared, every test module that reads it is skipped with the
-    reason "needs ../shared", also one that reads a fixture when it is imported; nothing fails to collect."""
+def test_a_checkout_without_shared_skips_what_reads_it_with_the_reason(tmp_path):
+    """As README says: beside a checkout with no ../shared, what reads it is skipped with the reason "needs
+    ../shared": a module that names its paths (also one that reads a fixture when it is imported) whole, before it
+    is imported, and a test whose fixture reads it; nothing fails to collect."""
     import shutil
     import sys
 
@@ -115,3 +116,11 @@ def test_a_checkout_without_shared_skips_the_modules_that_read_it_with_the_reaso
     skipped = re.findall(r"SKIPPED \[1\] \S+: (tests/\S+\.py) needs \.\./shared", result.stdout)
     assert {"tests/formats/test_manylangs.py", "tests/pipeline/test_manylangs_component.py"} <= set(skipped)
     assert "tests/test_structure.py" not in skipped  # a module that does not read ../shared is collected
+    run = subprocess.run(  # a module whose fixture reads ../shared (training/conftest.py's corpus): its tests skip
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests/training/test_checkpoint.py"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and "its fixture corpus needs ../shared" in run.stdout, run.stdout[-3000:]
